@@ -1,0 +1,146 @@
+//===- ImporterImpl.h - internals shared by the ONNX importer ---*- C++ -*-===//
+//
+// The graph-level importer (OnnxImporter.cpp) walks nodes in topological
+// order and hands each one to a per-op handler (OnnxNodeImporters.cpp)
+// through a NodeImporter, which gives typed access to inputs and attributes,
+// folds constant shape computations as ops are built and reports errors at
+// the node's location.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef QATC_COMPILER_FRONTEND_IMPORTERIMPL_H
+#define QATC_COMPILER_FRONTEND_IMPORTERIMPL_H
+
+#include "qatc/Dialect/Onnx/OnnxOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+
+#include "onnx/onnx_pb.h"
+
+/// The ONNX protobuf namespace, named apart from the dialect's qatc::onnx.
+namespace onnxpb = ::onnx;
+
+#include <optional>
+#include <string>
+
+namespace qatc::detail {
+
+/// Maps an ONNX TensorProto data type to an MLIR element type; null when qatc
+/// cannot represent it. `why` receives a reason for refused types.
+mlir::Type convertElementType(mlir::MLIRContext *ctx, int32_t dataType,
+                              std::string *why = nullptr);
+
+/// ONNX name of a TensorProto data type ("FLOAT", "INT8", ...).
+std::string dataTypeName(int32_t dataType);
+
+/// Converts an ONNX attribute for `onnx.Unsupported`; never fails (subgraphs
+/// and sparse tensors become descriptive strings).
+mlir::Attribute convertGenericAttribute(mlir::MLIRContext *ctx,
+                                        const onnxpb::AttributeProto &attr);
+
+/// Everything a per-op handler needs to import one node.
+class NodeImporter {
+public:
+  NodeImporter(mlir::OpBuilder &builder, const onnxpb::NodeProto &node,
+               mlir::Location loc, int64_t opset,
+               llvm::SmallVector<mlir::Value> inputs)
+      : builder(builder), node(node), loc(loc), opset(opset),
+        inputs(std::move(inputs)) {}
+
+  mlir::OpBuilder &builder;
+  const onnxpb::NodeProto &node;
+  mlir::Location loc;
+  /// Default-domain opset of the model.
+  int64_t opset;
+
+  mlir::MLIRContext *getContext() { return builder.getContext(); }
+
+  /// The i-th input; null when absent (beyond the list or named "").
+  mlir::Value input(size_t i) const {
+    return i < inputs.size() ? inputs[i] : mlir::Value();
+  }
+  size_t numInputs() const { return inputs.size(); }
+
+  /// Emits an error at the node and returns failure.
+  mlir::InFlightDiagnostic error() { return mlir::emitError(loc); }
+
+  // Attributes.
+  const onnxpb::AttributeProto *attr(llvm::StringRef name) const;
+  int64_t intAttr(llvm::StringRef name, int64_t dflt) const;
+  float floatAttr(llvm::StringRef name, float dflt) const;
+  std::string stringAttr(llvm::StringRef name, llvm::StringRef dflt) const;
+  std::optional<llvm::SmallVector<int64_t>>
+  intsAttr(llvm::StringRef name) const;
+  std::optional<llvm::SmallVector<float>>
+  floatsAttr(llvm::StringRef name) const;
+
+  /// The values of a constant integer input (after folding), or nullopt.
+  std::optional<llvm::SmallVector<int64_t>> constInts(mlir::Value v) const;
+  /// The values of a constant float input, or nullopt.
+  std::optional<llvm::SmallVector<double>> constFloats(mlir::Value v) const;
+
+  /// Like constInts but emits "input N ('what') of <Op> must be a constant"
+  /// when it is not.
+  mlir::FailureOr<llvm::SmallVector<int64_t>>
+  requireConstInts(size_t i, llvm::StringRef what);
+
+  /// Static shape of `v`, or failure with an error when it is not static.
+  mlir::FailureOr<llvm::ArrayRef<int64_t>> staticShape(mlir::Value v,
+                                                       llvm::StringRef what);
+
+  /// Builds op `opName` with `operands` and `attrs`, inferring result types
+  /// through the op's shape inference (errors land on the node), then folds
+  /// it when all its operands are constants. Returns the results.
+  mlir::FailureOr<llvm::SmallVector<mlir::Value>>
+  build(llvm::StringRef opName, mlir::ValueRange operands,
+        llvm::ArrayRef<mlir::NamedAttribute> attrs = {});
+
+  /// Same, with explicit result types (ops without shape inference).
+  mlir::FailureOr<llvm::SmallVector<mlir::Value>>
+  buildWithTypes(llvm::StringRef opName, mlir::ValueRange operands,
+                 llvm::ArrayRef<mlir::NamedAttribute> attrs,
+                 mlir::TypeRange resultTypes);
+
+  /// Convenience for single-result ops.
+  mlir::FailureOr<mlir::Value>
+  build1(llvm::StringRef opName, mlir::ValueRange operands,
+         llvm::ArrayRef<mlir::NamedAttribute> attrs = {});
+
+  /// A constant tensor op (small dense literal).
+  mlir::Value constant(mlir::DenseElementsAttr value);
+
+  mlir::NamedAttribute named(llvm::StringRef name, mlir::Attribute value) {
+    return builder.getNamedAttr(name, value);
+  }
+  mlir::NamedAttribute i64(llvm::StringRef name, int64_t v) {
+    return named(name, builder.getI64IntegerAttr(v));
+  }
+  mlir::NamedAttribute f32(llvm::StringRef name, float v) {
+    return named(name, builder.getF32FloatAttr(v));
+  }
+  mlir::NamedAttribute ints(llvm::StringRef name, llvm::ArrayRef<int64_t> v) {
+    return named(name, builder.getDenseI64ArrayAttr(v));
+  }
+  mlir::NamedAttribute str(llvm::StringRef name, llvm::StringRef v) {
+    return named(name, builder.getStringAttr(v));
+  }
+
+  /// Results of the node, in ONNX output order (null for outputs qatc does
+  /// not produce); filled by the handler.
+  llvm::SmallVector<mlir::Value> results;
+
+private:
+  llvm::SmallVector<mlir::Value> inputs;
+};
+
+/// Handler for one ONNX op type; returns failure after emitting an error.
+using NodeHandler = mlir::LogicalResult (*)(NodeImporter &);
+
+/// The handler for `opType` in the default ONNX domain, or null when qatc
+/// does not support it.
+NodeHandler lookupNodeHandler(llvm::StringRef opType);
+
+} // namespace qatc::detail
+
+#endif // QATC_COMPILER_FRONTEND_IMPORTERIMPL_H

@@ -1,0 +1,41 @@
+//===- OnnxOps.h - the qatc onnx dialect ------------------------*- C++ -*-===//
+//
+// Declarations of the `onnx` dialect and its ops (generated from OnnxOps.td)
+// plus the shape-inference helpers the ops share.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef QATC_DIALECT_ONNX_ONNXOPS_H
+#define QATC_DIALECT_ONNX_ONNXOPS_H
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Dialect.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+namespace qatc::onnx {
+
+/// Infers the result type of an elementwise binary op under ONNX
+/// multidirectional broadcasting; the element type is `lhs`'s. Unranked
+/// inputs give an unranked result.
+mlir::LogicalResult
+inferBroadcastType(std::optional<mlir::Location> loc, mlir::Type lhs,
+                   mlir::Type rhs, llvm::SmallVectorImpl<mlir::Type> &types);
+
+/// Computes the numpy-broadcast shape of `a` and `b`; fails when a dimension
+/// pair is neither equal nor 1.
+mlir::FailureOr<llvm::SmallVector<int64_t>>
+broadcastShapes(llvm::ArrayRef<int64_t> a, llvm::ArrayRef<int64_t> b);
+
+} // namespace qatc::onnx
+
+#include "qatc/Dialect/Onnx/OnnxDialect.h.inc"
+
+#define GET_OP_CLASSES
+#include "qatc/Dialect/Onnx/OnnxOps.h.inc"
+
+#endif // QATC_DIALECT_ONNX_ONNXOPS_H

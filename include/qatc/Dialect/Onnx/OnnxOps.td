@@ -1,0 +1,429 @@
+//===- OnnxOps.td - the qatc onnx dialect ------------------*- tablegen -*-===//
+//
+// The import-level dialect: one op per ONNX operator qatc understands, in a
+// normalized form that does not depend on the model's opset. Inputs that ONNX
+// allows to be tensors but that must be compile-time constants for a static
+// graph (Reshape's shape, Squeeze's axes, Slice's bounds, Clip's bounds, Pad's
+// pads, Resize's scales, ...) are attributes here; the importer folds them.
+// Every result type is a static ranked tensor computed by the op's shape
+// inference, so the verifier re-checks every shape the importer produced.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef QATC_DIALECT_ONNX_ONNXOPS_TD
+#define QATC_DIALECT_ONNX_ONNXOPS_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/BuiltinAttributeInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def Onnx_Dialect : Dialect {
+  let name = "onnx";
+  let cppNamespace = "::qatc::onnx";
+  let summary = "ONNX operators as imported by qatc";
+  let description = [{
+    Ops mirror ONNX operators (mnemonics keep ONNX's CamelCase names) with
+    opset differences normalized away at import. Locations carry the ONNX node
+    name, the model file and the node index, so every diagnostic points at the
+    user's model.
+  }];
+  let hasConstantMaterializer = 1;
+  // Attributes live in the attribute dictionary so that the importer can build
+  // and shape-infer any op from a generic OperationState.
+  let usePropertiesForAttributes = 0;
+}
+
+//===----------------------------------------------------------------------===//
+// Base classes
+//===----------------------------------------------------------------------===//
+
+class Onnx_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Onnx_Dialect, mnemonic, traits> {
+  let assemblyFormat =
+      "`(` operands `)` attr-dict `:` functional-type(operands, results)";
+}
+
+/// An op whose result types come from its C++ shape inference
+/// (`inferReturnTypes` in OnnxShapeInference.cpp).
+class Onnx_InferredOp<string mnemonic, list<Trait> traits = []>
+    : Onnx_Op<mnemonic, traits # [Pure, InferTypeOpAdaptor]>;
+
+/// Elementwise op with one input whose result has the input's type.
+class Onnx_UnaryOp<string mnemonic, list<Trait> traits = []>
+    : Onnx_Op<mnemonic, traits # [Pure, InferTypeOpAdaptor]> {
+  let arguments = (ins AnyTensor:$X);
+  let results = (outs AnyTensor:$Y);
+  let extraClassDefinition = [{
+    ::mlir::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *, std::optional<::mlir::Location>,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &types) {
+      types.push_back(adaptor.getX().getType());
+      return ::mlir::success();
+    }
+  }];
+}
+
+/// Elementwise op with ONNX multidirectional (numpy) broadcasting.
+class Onnx_BinaryOp<string mnemonic, list<Trait> traits = []>
+    : Onnx_Op<mnemonic, traits # [Pure, InferTypeOpAdaptor]> {
+  let arguments = (ins AnyTensor:$A, AnyTensor:$B);
+  let results = (outs AnyTensor:$C);
+  let extraClassDefinition = [{
+    ::mlir::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *, std::optional<::mlir::Location> loc,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &types) {
+      return ::qatc::onnx::inferBroadcastType(loc, adaptor.getA().getType(),
+                                              adaptor.getB().getType(), types);
+    }
+  }];
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Constants and metadata
+//===----------------------------------------------------------------------===//
+
+def Onnx_ConstantOp : Onnx_Op<"Constant",
+    [ConstantLike, Pure, AllTypesMatch<["value", "output"]>]> {
+  let summary = "a constant tensor (ONNX Constant node or initializer)";
+  let description = [{
+    Holds an ONNX initializer or Constant node. Large tensors are
+    `dense_resource` blobs so that weights are never printed or parsed as
+    giant literals; small ones are `dense` literals.
+  }];
+  let arguments = (ins TypedAttrInterface:$value);
+  let results = (outs AnyTensor:$output);
+  let assemblyFormat = "attr-dict $value";
+  let hasFolder = 1;
+}
+
+def Onnx_ShapeOp : Onnx_InferredOp<"Shape"> {
+  let summary = "the shape of a tensor as a 1-D int64 tensor";
+  let arguments = (ins AnyTensor:$data, DefaultValuedAttr<I64Attr, "0">:$start,
+                   OptionalAttr<I64Attr>:$end);
+  let results = (outs AnyTensor:$shape);
+  let hasFolder = 1;
+}
+
+def Onnx_CastOp : Onnx_Op<"Cast", [Pure]> {
+  let summary = "element type conversion; the target type is the result's";
+  let arguments = (ins AnyTensor:$input);
+  let results = (outs AnyTensor:$output);
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Onnx_IdentityOp : Onnx_UnaryOp<"Identity"> {
+  let summary = "identity";
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Quantization
+//===----------------------------------------------------------------------===//
+
+def Onnx_QuantizeLinearOp : Onnx_InferredOp<"QuantizeLinear"> {
+  let summary = "y = saturate(round_half_to_even(x / scale) + zero_point)";
+  let description = [{
+    Scale and zero point stay operands, exactly as in the model. `axis` is
+    normalized to a non-negative value; a rank-0 scale means per-tensor, a
+    1-D scale of length `shape(x)[axis]` means per-axis. Without a zero point
+    the result is uint8 (ONNX opsets 10 to 20).
+  }];
+  let arguments = (ins AnyTensor:$x, AnyTensor:$y_scale,
+                   Optional<AnyTensor>:$y_zero_point,
+                   DefaultValuedAttr<I64Attr, "1">:$axis,
+                   DefaultValuedAttr<I64Attr, "1">:$saturate);
+  let results = (outs AnyTensor:$y);
+  let hasVerifier = 1;
+}
+
+def Onnx_DequantizeLinearOp : Onnx_InferredOp<"DequantizeLinear"> {
+  let summary = "y = (x - zero_point) * scale";
+  let arguments = (ins AnyTensor:$x, AnyTensor:$x_scale,
+                   Optional<AnyTensor>:$x_zero_point,
+                   DefaultValuedAttr<I64Attr, "1">:$axis);
+  let results = (outs AnyTensor:$y);
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Convolution, matrix products, normalization
+//===----------------------------------------------------------------------===//
+
+def Onnx_ConvOp : Onnx_InferredOp<"Conv"> {
+  let summary = "N-D convolution; explicit pads (auto_pad resolved at import)";
+  let arguments = (ins AnyTensor:$X, AnyTensor:$W, Optional<AnyTensor>:$B,
+                   DenseI64ArrayAttr:$kernel_shape, DenseI64ArrayAttr:$strides,
+                   DenseI64ArrayAttr:$pads, DenseI64ArrayAttr:$dilations,
+                   DefaultValuedAttr<I64Attr, "1">:$group);
+  let results = (outs AnyTensor:$Y);
+}
+
+def Onnx_ConvTransposeOp : Onnx_InferredOp<"ConvTranspose"> {
+  let summary = "N-D transposed convolution; explicit pads and output_padding";
+  let arguments = (ins AnyTensor:$X, AnyTensor:$W, Optional<AnyTensor>:$B,
+                   DenseI64ArrayAttr:$kernel_shape, DenseI64ArrayAttr:$strides,
+                   DenseI64ArrayAttr:$pads, DenseI64ArrayAttr:$dilations,
+                   DenseI64ArrayAttr:$output_padding,
+                   DefaultValuedAttr<I64Attr, "1">:$group);
+  let results = (outs AnyTensor:$Y);
+}
+
+def Onnx_GemmOp : Onnx_InferredOp<"Gemm"> {
+  let summary = "Y = alpha * op(A) * op(B) + beta * C";
+  let arguments = (ins AnyTensor:$A, AnyTensor:$B, Optional<AnyTensor>:$C,
+                   DefaultValuedAttr<F32Attr, "1.0">:$alpha,
+                   DefaultValuedAttr<F32Attr, "1.0">:$beta,
+                   DefaultValuedAttr<I64Attr, "0">:$transA,
+                   DefaultValuedAttr<I64Attr, "0">:$transB);
+  let results = (outs AnyTensor:$Y);
+}
+
+def Onnx_MatMulOp : Onnx_InferredOp<"MatMul"> {
+  let summary = "numpy matmul with batch broadcasting";
+  let arguments = (ins AnyTensor:$A, AnyTensor:$B);
+  let results = (outs AnyTensor:$Y);
+}
+
+def Onnx_BatchNormalizationOp : Onnx_InferredOp<"BatchNormalization"> {
+  let summary = "inference-mode batch normalization";
+  let arguments = (ins AnyTensor:$X, AnyTensor:$scale, AnyTensor:$B,
+                   AnyTensor:$input_mean, AnyTensor:$input_var,
+                   DefaultValuedAttr<F32Attr, "1e-5">:$epsilon);
+  let results = (outs AnyTensor:$Y);
+}
+
+def Onnx_LayerNormalizationOp : Onnx_InferredOp<"LayerNormalization"> {
+  let summary = "layer normalization over the axes from `axis` to the last";
+  let arguments = (ins AnyTensor:$X, AnyTensor:$Scale, Optional<AnyTensor>:$B,
+                   DefaultValuedAttr<I64Attr, "-1">:$axis,
+                   DefaultValuedAttr<F32Attr, "1e-5">:$epsilon);
+  let results = (outs AnyTensor:$Y);
+}
+
+//===----------------------------------------------------------------------===//
+// Activations and elementwise math
+//===----------------------------------------------------------------------===//
+
+def Onnx_ReluOp : Onnx_UnaryOp<"Relu"> { let summary = "max(x, 0)"; }
+def Onnx_SigmoidOp : Onnx_UnaryOp<"Sigmoid"> { let summary = "1 / (1 + exp(-x))"; }
+def Onnx_TanhOp : Onnx_UnaryOp<"Tanh"> { let summary = "tanh(x)"; }
+def Onnx_ErfOp : Onnx_UnaryOp<"Erf"> { let summary = "error function"; }
+def Onnx_SqrtOp : Onnx_UnaryOp<"Sqrt"> { let summary = "square root"; }
+def Onnx_ExpOp : Onnx_UnaryOp<"Exp"> { let summary = "exp(x)"; }
+def Onnx_LogOp : Onnx_UnaryOp<"Log"> { let summary = "natural logarithm"; }
+def Onnx_NegOp : Onnx_UnaryOp<"Neg"> { let summary = "-x"; }
+def Onnx_AbsOp : Onnx_UnaryOp<"Abs"> { let summary = "|x|"; }
+def Onnx_ReciprocalOp : Onnx_UnaryOp<"Reciprocal"> { let summary = "1 / x"; }
+def Onnx_HardSwishOp : Onnx_UnaryOp<"HardSwish"> {
+  let summary = "x * max(0, min(1, x / 6 + 1 / 2))";
+}
+
+def Onnx_LeakyReluOp : Onnx_UnaryOp<"LeakyRelu"> {
+  let summary = "x if x >= 0 else alpha * x";
+  let arguments = (ins AnyTensor:$X,
+                   DefaultValuedAttr<F32Attr, "0.01">:$alpha);
+}
+
+def Onnx_HardSigmoidOp : Onnx_UnaryOp<"HardSigmoid"> {
+  let summary = "max(0, min(1, alpha * x + beta))";
+  let arguments = (ins AnyTensor:$X,
+                   DefaultValuedAttr<F32Attr, "0.2">:$alpha,
+                   DefaultValuedAttr<F32Attr, "0.5">:$beta);
+}
+
+def Onnx_ClipOp : Onnx_UnaryOp<"Clip"> {
+  let summary = "clamp to [min, max]; absent bounds are unbounded";
+  let description = [{
+    Opset 6 attributes and opset 11+ inputs are both normalized to the `min`
+    and `max` attributes (bounds must be constants).
+  }];
+  let arguments = (ins AnyTensor:$X, OptionalAttr<F32Attr>:$min,
+                   OptionalAttr<F32Attr>:$max);
+}
+
+def Onnx_SoftmaxOp : Onnx_UnaryOp<"Softmax"> {
+  let summary = "softmax along one axis (opset 13 semantics)";
+  let description = [{
+    Before opset 13 Softmax coerced its input to 2-D at `axis`; the importer
+    rewrites such nodes to Reshape + Softmax + Reshape when the two meanings
+    differ, so this op always has the opset-13 single-axis meaning.
+  }];
+  let arguments = (ins AnyTensor:$X, DefaultValuedAttr<I64Attr, "-1">:$axis);
+  let hasVerifier = 1;
+}
+
+def Onnx_AddOp : Onnx_BinaryOp<"Add"> { let summary = "A + B"; }
+def Onnx_SubOp : Onnx_BinaryOp<"Sub"> { let summary = "A - B"; }
+def Onnx_MulOp : Onnx_BinaryOp<"Mul"> { let summary = "A * B"; }
+def Onnx_DivOp : Onnx_BinaryOp<"Div"> { let summary = "A / B"; }
+
+def Onnx_PowOp : Onnx_InferredOp<"Pow"> {
+  let summary = "X ^ Y with broadcasting; the result has X's element type";
+  let arguments = (ins AnyTensor:$X, AnyTensor:$Y);
+  let results = (outs AnyTensor:$Z);
+}
+
+//===----------------------------------------------------------------------===//
+// Pooling and reductions
+//===----------------------------------------------------------------------===//
+
+def Onnx_MaxPoolOp : Onnx_InferredOp<"MaxPool"> {
+  let summary = "max pooling (the Indices output is not supported)";
+  let arguments = (ins AnyTensor:$X, DenseI64ArrayAttr:$kernel_shape,
+                   DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                   DenseI64ArrayAttr:$dilations,
+                   DefaultValuedAttr<I64Attr, "0">:$ceil_mode);
+  let results = (outs AnyTensor:$Y);
+}
+
+def Onnx_AveragePoolOp : Onnx_InferredOp<"AveragePool"> {
+  let summary = "average pooling";
+  let arguments = (ins AnyTensor:$X, DenseI64ArrayAttr:$kernel_shape,
+                   DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                   DenseI64ArrayAttr:$dilations,
+                   DefaultValuedAttr<I64Attr, "0">:$ceil_mode,
+                   DefaultValuedAttr<I64Attr, "0">:$count_include_pad);
+  let results = (outs AnyTensor:$Y);
+}
+
+def Onnx_GlobalAveragePoolOp : Onnx_InferredOp<"GlobalAveragePool"> {
+  let summary = "mean over all spatial dimensions";
+  let arguments = (ins AnyTensor:$X);
+  let results = (outs AnyTensor:$Y);
+}
+
+def Onnx_GlobalMaxPoolOp : Onnx_InferredOp<"GlobalMaxPool"> {
+  let summary = "max over all spatial dimensions";
+  let arguments = (ins AnyTensor:$X);
+  let results = (outs AnyTensor:$Y);
+}
+
+def Onnx_ReduceMeanOp : Onnx_InferredOp<"ReduceMean"> {
+  let summary = "mean over `axes` (all axes when empty)";
+  let arguments = (ins AnyTensor:$data, DenseI64ArrayAttr:$axes,
+                   DefaultValuedAttr<I64Attr, "1">:$keepdims);
+  let results = (outs AnyTensor:$reduced);
+}
+
+//===----------------------------------------------------------------------===//
+// Data movement
+//===----------------------------------------------------------------------===//
+
+def Onnx_ConcatOp : Onnx_InferredOp<"Concat"> {
+  let summary = "concatenation along a non-negative axis";
+  let arguments = (ins Variadic<AnyTensor>:$inputs, I64Attr:$axis);
+  let results = (outs AnyTensor:$concat_result);
+  let hasFolder = 1;
+}
+
+def Onnx_SplitOp : Onnx_InferredOp<"Split"> {
+  let summary = "split along an axis into pieces of the given sizes";
+  let arguments = (ins AnyTensor:$input, I64Attr:$axis,
+                   DenseI64ArrayAttr:$split);
+  let results = (outs Variadic<AnyTensor>:$outputs);
+}
+
+def Onnx_SliceOp : Onnx_InferredOp<"Slice"> {
+  let summary = "strided slice with normalized, clamped bounds";
+  let description = [{
+    `starts`, `ends` and `steps` have one entry per axis of the input: the
+    importer expands ONNX's `axes` input, resolves negative indices and clamps
+    them exactly as the ONNX reference does, so `ends` can be -1 only for a
+    negative step that runs to the start.
+  }];
+  let arguments = (ins AnyTensor:$data, DenseI64ArrayAttr:$starts,
+                   DenseI64ArrayAttr:$ends, DenseI64ArrayAttr:$steps);
+  let results = (outs AnyTensor:$output);
+  let hasFolder = 1;
+}
+
+def Onnx_ReshapeOp : Onnx_Op<"Reshape", [Pure]> {
+  let summary = "reshape; the target shape is the result type";
+  let arguments = (ins AnyTensor:$data);
+  let results = (outs AnyTensor:$reshaped);
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Onnx_FlattenOp : Onnx_InferredOp<"Flatten"> {
+  let summary = "reshape to 2-D at `axis`";
+  let arguments = (ins AnyTensor:$input, DefaultValuedAttr<I64Attr, "1">:$axis);
+  let results = (outs AnyTensor:$output);
+}
+
+def Onnx_TransposeOp : Onnx_InferredOp<"Transpose"> {
+  let summary = "permute dimensions";
+  let arguments = (ins AnyTensor:$data, DenseI64ArrayAttr:$perm);
+  let results = (outs AnyTensor:$transposed);
+}
+
+def Onnx_SqueezeOp : Onnx_InferredOp<"Squeeze"> {
+  let summary = "remove size-1 axes (non-negative, sorted)";
+  let arguments = (ins AnyTensor:$data, DenseI64ArrayAttr:$axes);
+  let results = (outs AnyTensor:$squeezed);
+  let hasFolder = 1;
+}
+
+def Onnx_UnsqueezeOp : Onnx_InferredOp<"Unsqueeze"> {
+  let summary = "insert size-1 axes (non-negative positions in the output)";
+  let arguments = (ins AnyTensor:$data, DenseI64ArrayAttr:$axes);
+  let results = (outs AnyTensor:$expanded);
+  let hasFolder = 1;
+}
+
+def Onnx_GatherOp : Onnx_InferredOp<"Gather"> {
+  let summary = "gather slices of `data` along `axis` at `indices`";
+  let arguments = (ins AnyTensor:$data, AnyTensor:$indices,
+                   DefaultValuedAttr<I64Attr, "0">:$axis);
+  let results = (outs AnyTensor:$output);
+  let hasFolder = 1;
+}
+
+def Onnx_PadOp : Onnx_InferredOp<"Pad"> {
+  let summary = "pad with `pads` = [begin_0.., end_0..] over every axis";
+  let arguments = (ins AnyTensor:$data, DenseI64ArrayAttr:$pads,
+                   DefaultValuedAttr<StrAttr, "\"constant\"">:$mode,
+                   DefaultValuedAttr<F64Attr, "0.0">:$value);
+  let results = (outs AnyTensor:$output);
+}
+
+def Onnx_ResizeOp : Onnx_Op<"Resize", [Pure]> {
+  let summary = "resize; the output size is the result type";
+  let description = [{
+    Opset 10 and 11+ inputs (`scales` or `sizes`) are folded into the static
+    result type; `scales` keeps the per-axis scale factors because they, not
+    the rounded output size, define the coordinate mapping.
+  }];
+  let arguments = (ins AnyTensor:$X, DenseF32ArrayAttr:$scales,
+                   DefaultValuedAttr<StrAttr, "\"nearest\"">:$mode,
+                   DefaultValuedAttr<StrAttr, "\"half_pixel\"">:$coordinate_transformation_mode,
+                   DefaultValuedAttr<StrAttr, "\"round_prefer_floor\"">:$nearest_mode,
+                   DefaultValuedAttr<F32Attr, "-0.75">:$cubic_coeff_a,
+                   DefaultValuedAttr<I64Attr, "0">:$exclude_outside,
+                   DefaultValuedAttr<F32Attr, "0.0">:$extrapolation_value);
+  let results = (outs AnyTensor:$Y);
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Ops qatc does not model
+//===----------------------------------------------------------------------===//
+
+def Onnx_UnsupportedOp : Onnx_Op<"Unsupported"> {
+  let summary = "an ONNX node qatc does not support";
+  let description = [{
+    Keeps a node the importer has no op for (its `op_type`, `domain` and
+    attributes) so that one import can list every unsupported node. Result
+    types come from the model's value_info when it has them, else they are
+    unranked. Nothing lowers this op; `qatc` reports all of them at once.
+  }];
+  let arguments = (ins Variadic<AnyTensor>:$inputs, StrAttr:$op_type,
+                   StrAttr:$domain, DictionaryAttr:$onnx_attributes);
+  let results = (outs Variadic<AnyTensor>:$outputs);
+}
+
+#endif // QATC_DIALECT_ONNX_ONNXOPS_TD

@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+"""Imports the ONNX backend node tests with qatc and checks the export round trip.
+
+Every test model (Debian's libonnx-testdata) whose operators qatc supports
+must import; the ones qatc refuses on purpose (an unsupported variant of a
+supported operator) are listed with the reason in node_tests_refused.txt, and
+that list must stay exact. Each imported model is exported back to ONNX and
+ONNX Runtime must give bit-identical outputs for the original and the export
+on the test's own inputs. A crash is always a failure.
+
+Run with Debian's /usr/bin/python3 (it needs the onnx package).
+"""
+import argparse
+import concurrent.futures
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+
+def load_refusals(path):
+    refused = {}
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            name, _, reason = line.partition(" ")
+            refused[name] = reason.strip().lstrip("#").strip()
+    return refused
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--qatc", required=True)
+    ap.add_argument("--data", default="/usr/share/libonnx-testdata/data/node")
+    ap.add_argument("--refused", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--ort", help="directory of the ORT node scripts (skips the round trip if absent)")
+    ap.add_argument("--jobs", type=int, default=2)
+    args = ap.parse_args()
+
+    if not os.path.isdir(args.data):
+        print(f"node-tests: {args.data} is missing; install libonnx-testdata")
+        return 1
+    supported = set(subprocess.run([args.qatc, "ops"], check=True, capture_output=True,
+                                   text=True).stdout.split())
+    refused = load_refusals(args.refused)
+    os.makedirs(args.work, exist_ok=True)
+
+    tests = sorted(d for d in os.listdir(args.data)
+                   if os.path.isfile(os.path.join(args.data, d, "model.onnx")))
+    candidates, skipped = [], []
+    for name in tests:
+        model = onnx.load(os.path.join(args.data, name, "model.onnx"), load_external_data=False)
+        ops = {(n.domain or "", n.op_type) for n in model.graph.node}
+        if all(d in ("", "ai.onnx") and op in supported for d, op in ops):
+            candidates.append(name)
+        else:
+            skipped.append(name)
+
+    def run_import(name):
+        out = os.path.join(args.work, name + ".onnx")
+        p = subprocess.run([args.qatc, "import", os.path.join(args.data, name, "model.onnx"),
+                            "--emit=onnx", "-o", out], capture_output=True, text=True)
+        return name, p.returncode, p.stderr
+
+    failures = []
+    imported, refused_ok = [], []
+    with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+        for name, rc, err in pool.map(run_import, candidates):
+            if rc < 0 or rc > 1:
+                failures.append(f"{name}: qatc crashed or aborted (exit {rc})\n{err}")
+            elif rc == 0 and name in refused:
+                failures.append(f"{name}: imports now; remove it from {args.refused}")
+            elif rc == 0:
+                imported.append(name)
+            elif name in refused:
+                refused_ok.append(name)
+            else:
+                failures.append(f"{name}: import failed\n{err}")
+    stale = sorted(set(refused) - set(candidates))
+    for name in stale:
+        failures.append(f"{name}: listed in {args.refused} but not a candidate (no such test, "
+                        "or it uses unsupported operators)")
+
+    exact = ort_cannot = 0
+    if args.ort and os.path.isdir(os.path.join(args.ort, "node_modules")):
+        jobs = []
+        for name in imported:
+            src = os.path.join(args.data, name)
+            model = onnx.load(os.path.join(src, "model.onnx"), load_external_data=False)
+            inits = {i.name for i in model.graph.initializer}
+            names = [i.name for i in model.graph.input if i.name not in inits]
+            ds = os.path.join(src, "test_data_set_0")
+            inputs = {}
+            for i, input_name in enumerate(names):
+                pb = os.path.join(ds, f"input_{i}.pb")
+                if not os.path.exists(pb):
+                    break
+                t = onnx.TensorProto()
+                with open(pb, "rb") as f:
+                    t.ParseFromString(f.read())
+                npy = os.path.join(args.work, f"{name}.in{i}.npy")
+                np.save(npy, numpy_helper.to_array(t))
+                inputs[input_name] = npy
+            if len(inputs) != len(names):
+                continue
+            jobs.append({"name": name, "a": os.path.join(src, "model.onnx"),
+                         "b": os.path.join(args.work, name + ".onnx"), "inputs": inputs})
+        jobs_file = os.path.join(args.work, "jobs.json")
+        results_file = os.path.join(args.work, "results.json")
+        with open(jobs_file, "w") as f:
+            json.dump(jobs, f)
+        subprocess.run(["node", os.path.join(args.ort, "roundtrip.js"), jobs_file, results_file],
+                       check=True)
+        with open(results_file) as f:
+            for r in json.load(f):
+                if r["status"] == "exact":
+                    exact += 1
+                elif r["status"] == "a_failed":
+                    ort_cannot += 1
+                else:
+                    failures.append(f"{r['name']}: export round trip {r['status']}: {r['detail']}")
+
+    for f in failures:
+        print("FAIL:", f)
+    print(f"ONNX node tests: {len(tests)} total, {len(skipped)} use operators qatc does not "
+          f"support, {len(candidates)} use only supported operators: {len(imported)} imported "
+          f"and verified, {len(refused_ok)} refused as listed (unsupported variants)")
+    if args.ort:
+        print(f"export round trip under ONNX Runtime: {exact} bit-exact, "
+              f"{ort_cannot} not runnable by ONNX Runtime itself")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
