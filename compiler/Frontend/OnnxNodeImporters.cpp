@@ -731,30 +731,36 @@ LogicalResult importClip(NodeImporter &ni) {
   if (failed(requireInputs(ni, 1)))
     return failure();
   Type elt = cast<ShapedType>(ni.input(0).getType()).getElementType();
-  if (!isa<FloatType>(elt))
+  bool isFloat = isa<FloatType>(elt);
+  if (!isFloat && !elt.isIntOrIndex())
     return ni.error() << "Clip on " << elt << " tensors is not supported",
            failure();
   SmallVector<NamedAttribute> attrs;
+  const char *names[] = {"min", "max"};
   if (ni.opset < 11) {
-    float lo = ni.floatAttr("min", -std::numeric_limits<float>::max());
-    float hi = ni.floatAttr("max", std::numeric_limits<float>::max());
-    if (ni.attr("min"))
-      attrs.push_back(ni.f32("min", lo));
-    if (ni.attr("max"))
-      attrs.push_back(ni.f32("max", hi));
-  } else {
-    const char *names[] = {"min", "max"};
-    for (int i = 0; i < 2; ++i) {
-      Value bound = ni.input(1 + i);
-      if (!bound)
-        continue;
-      auto v = ni.constFloats(bound);
-      if (!v || v->size() != 1)
-        return ni.error() << "Clip " << names[i]
-                          << " must be a constant scalar",
-               failure();
-      attrs.push_back(ni.f32(names[i], static_cast<float>((*v)[0])));
-    }
+    for (const char *name : names)
+      if (ni.attr(name))
+        attrs.push_back(ni.f32(name, ni.floatAttr(name, 0.0f)));
+    return single(ni, ni.build1("onnx.Clip", {ni.input(0)}, attrs));
+  }
+  for (int i = 0; i < 2; ++i) {
+    Value bound = ni.input(1 + i);
+    if (!bound)
+      continue;
+    std::optional<double> v;
+    if (auto f = ni.constFloats(bound); f && f->size() == 1)
+      v = (*f)[0];
+    else if (auto n = ni.constInts(bound); n && n->size() == 1)
+      v = static_cast<double>((*n)[0]);
+    if (!v)
+      return ni.error() << "Clip " << names[i] << " must be a constant scalar",
+             failure();
+    // The dialect keeps bounds as f32: integer bounds must survive that.
+    if (!isFloat && std::abs(*v) > (1 << 24))
+      return ni.error() << "Clip " << names[i] << " " << *v
+                        << " on an integer tensor is too large for qatc",
+             failure();
+    attrs.push_back(ni.f32(names[i], static_cast<float>(*v)));
   }
   return single(ni, ni.build1("onnx.Clip", {ni.input(0)}, attrs));
 }

@@ -22,6 +22,16 @@ import onnx
 from onnx import numpy_helper
 
 
+# Inputs qatc needs at compile time (shapes, axes, bounds, sizes): when a
+# test feeds one of these as a graph input, the runner freezes it to the
+# test's value with --freeze-input, as a user would.
+PARAM_INPUTS = {
+    "Reshape": [1], "Pad": [1, 2, 3], "Resize": [1, 2, 3], "Clip": [1, 2],
+    "Slice": [1, 2, 3, 4], "Split": [1], "Squeeze": [1], "Unsqueeze": [1],
+    "ReduceMean": [1], "ConstantOfShape": [0], "Dropout": [1, 2],
+}
+
+
 def load_refusals(path):
     refused = {}
     with open(path) as f:
@@ -55,18 +65,38 @@ def main():
     tests = sorted(d for d in os.listdir(args.data)
                    if os.path.isfile(os.path.join(args.data, d, "model.onnx")))
     candidates, skipped = [], []
+    frozen = {}  # test -> {input name: npy path}
     for name in tests:
         model = onnx.load(os.path.join(args.data, name, "model.onnx"), load_external_data=False)
         ops = {(n.domain or "", n.op_type) for n in model.graph.node}
-        if all(d in ("", "ai.onnx") and op in supported for d, op in ops):
-            candidates.append(name)
-        else:
+        if not all(d in ("", "ai.onnx") and op in supported for d, op in ops):
             skipped.append(name)
+            continue
+        candidates.append(name)
+        inits = {i.name for i in model.graph.initializer}
+        graph_inputs = [i.name for i in model.graph.input if i.name not in inits]
+        params = {n.input[k] for n in model.graph.node
+                  for k in PARAM_INPUTS.get(n.op_type, []) if k < len(n.input)}
+        for idx, input_name in enumerate(graph_inputs):
+            if input_name not in params:
+                continue
+            pb = os.path.join(args.data, name, "test_data_set_0", f"input_{idx}.pb")
+            if not os.path.exists(pb):
+                continue
+            t = onnx.TensorProto()
+            with open(pb, "rb") as f:
+                t.ParseFromString(f.read())
+            npy = os.path.join(args.work, f"{name}.frozen{idx}.npy")
+            np.save(npy, numpy_helper.to_array(t))
+            frozen.setdefault(name, {})[input_name] = npy
 
     def run_import(name):
         out = os.path.join(args.work, name + ".onnx")
-        p = subprocess.run([args.qatc, "import", os.path.join(args.data, name, "model.onnx"),
-                            "--emit=onnx", "-o", out], capture_output=True, text=True)
+        cmd = [args.qatc, "import", os.path.join(args.data, name, "model.onnx"),
+               "--emit=onnx", "-o", out]
+        for input_name, npy in frozen.get(name, {}).items():
+            cmd.append(f"--freeze-input={input_name}={npy}")
+        p = subprocess.run(cmd, capture_output=True, text=True)
         return name, p.returncode, p.stderr
 
     failures = []
@@ -110,8 +140,10 @@ def main():
                 inputs[input_name] = npy
             if len(inputs) != len(names):
                 continue
+            frozen_names = set(frozen.get(name, {}))
             jobs.append({"name": name, "a": os.path.join(src, "model.onnx"),
-                         "b": os.path.join(args.work, name + ".onnx"), "inputs": inputs})
+                         "b": os.path.join(args.work, name + ".onnx"), "inputs": inputs,
+                         "inputs_b": {k: v for k, v in inputs.items() if k not in frozen_names}})
         jobs_file = os.path.join(args.work, "jobs.json")
         results_file = os.path.join(args.work, "results.json")
         with open(jobs_file, "w") as f:
@@ -131,7 +163,8 @@ def main():
         print("FAIL:", f)
     print(f"ONNX node tests: {len(tests)} total, {len(skipped)} use operators qatc does not "
           f"support, {len(candidates)} use only supported operators: {len(imported)} imported "
-          f"and verified, {len(refused_ok)} refused as listed (unsupported variants)")
+          f"and verified ({len(frozen)} with frozen shape inputs), {len(refused_ok)} refused as "
+          f"listed (unsupported variants)")
     if args.ort:
         print(f"export round trip under ONNX Runtime: {exact} bit-exact, "
               f"{ort_cannot} not runnable by ONNX Runtime itself")

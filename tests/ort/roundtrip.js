@@ -4,7 +4,9 @@
 //   node roundtrip.js jobs.json results.json
 //
 // jobs.json: [{"name": ..., "a": "orig.onnx", "b": "exported.onnx",
-//              "inputs": {"x": "x.npy", ...}, "levels": ["all", "disabled"]}]
+//              "inputs": {"x": "x.npy", ...}, "inputs_b": {...},
+//              "levels": ["all", "disabled"]}]
+// inputs_b (default: inputs) names the inputs model b takes.
 // results.json gets one entry per job and optimization level:
 //   {"name", "level", "status": "exact" | "mismatch" | "a_failed" | "b_failed",
 //    "detail"}
@@ -36,6 +38,9 @@ async function main() {
   for (const job of jobs) {
     const feeds = {};
     for (const [name, file] of Object.entries(job.inputs)) feeds[name] = readNpy(file, ort);
+    // Model b may have fewer inputs (inputs frozen to constants at import).
+    const feedsB = {};
+    for (const name of Object.keys(job.inputs_b || job.inputs)) feedsB[name] = feeds[name];
     for (const level of job.levels || ['all']) {
       const r = { name: job.name, level, status: 'exact', detail: '' };
       let a, b;
@@ -43,7 +48,7 @@ async function main() {
         r.status = 'a_failed'; r.detail = String(e.message).split('\n')[0];
       }
       if (r.status === 'exact') {
-        try { b = await runModel(job.b, feeds, level); } catch (e) {
+        try { b = await runModel(job.b, feedsB, level); } catch (e) {
           r.status = 'b_failed'; r.detail = String(e.message).split('\n')[0];
         }
       }
