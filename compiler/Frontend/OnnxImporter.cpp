@@ -318,6 +318,13 @@ static FailureOr<ElementsAttr> convertTensor(MLIRContext *ctx,
     ArrayRef<char> raw(bytes->data(), bytes->size());
     return cast<ElementsAttr>(DenseElementsAttr::getFromRawBuffer(type, raw));
   }
+  // MLIR prints resource keys unquoted, so they must be bare identifiers;
+  // the tensor's own name stays in the op's location.
+  std::string key;
+  for (char c : blobName)
+    key.push_back(llvm::isAlnum(c) || c == '_' || c == '.' || c == '-' ? c : '_');
+  if (key.empty() || !(llvm::isAlpha(key.front()) || key.front() == '_'))
+    key.insert(key.begin(), '_');
   // The blob owns the bytes; std::string storage is malloc-aligned, which
   // satisfies any element type's alignment.
   std::string *owned = bytes.release();
@@ -326,7 +333,7 @@ static FailureOr<ElementsAttr> convertTensor(MLIRContext *ctx,
       data, width, [owned](void *, size_t, size_t) { delete owned; },
       /*dataIsMutable=*/false);
   return cast<ElementsAttr>(
-      DenseResourceElementsAttr::get(type, blobName, std::move(blob)));
+      DenseResourceElementsAttr::get(type, key, std::move(blob)));
 }
 
 /// The MLIR element type of a numpy array type.

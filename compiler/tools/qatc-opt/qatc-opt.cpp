@@ -35,6 +35,21 @@ static bool isOnnxPath(llvm::StringRef path) {
          path.ends_with(".onnxtxt");
 }
 
+/// For ONNX input, print each op's location (its ONNX node name) unless the
+/// user chose otherwise: that is what reading an imported model is for.
+/// (--mlir-print-local-scope would print them inline, but it also drops the
+/// weight blobs, so the output would not parse back.) Must run before
+/// MlirOptMain builds its printing flags.
+static void showNodeNamesByDefault() {
+  auto &options = llvm::cl::getRegisteredOptions();
+  auto it = options.find("mlir-print-debuginfo");
+  if (it == options.end())
+    return;
+  auto *flag = static_cast<llvm::cl::opt<bool> *>(it->second);
+  if (flag->getNumOccurrences() == 0)
+    flag->setValue(true);
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM y(argc, argv);
   DialectRegistry registry;
@@ -47,6 +62,9 @@ int main(int argc, char **argv) {
   auto [inputFilename, outputFilename] =
       registerAndParseCLIOptions(argc, argv, "qatc optimizer driver", registry);
   MlirOptMainConfig config = MlirOptMainConfig::createFromCLOptions();
+
+  if (isOnnxPath(inputFilename))
+    showNodeNamesByDefault();
 
   std::unique_ptr<llvm::MemoryBuffer> buffer;
   // Holds the imported model's bytecode; the buffer refers to it.
