@@ -10,7 +10,13 @@ scripts/setup-deps.sh --test
 scripts/setup-ort.sh
 scripts/build.sh "$@"
 build_dir=build
-[[ "${1:-}" == "--sanitize" ]] && build_dir=build-asan
+if [[ "${1:-}" == "--sanitize" ]]; then
+  build_dir=build-asan
+  # Distinct exit codes: a sanitizer report is never mistaken for an
+  # ordinary error exit (1) by the tests.
+  export ASAN_OPTIONS=exitcode=86:detect_leaks=1:abort_on_error=0
+  export UBSAN_OPTIONS=exitcode=87:print_stacktrace=1:halt_on_error=1
+fi
 ctest --test-dir "$build_dir" --output-on-failure -j "${QATC_JOBS:-2}"
 
 # The counts the test run promises (lit, unit tests, ONNX node tests, round trips).
@@ -19,5 +25,5 @@ if [[ -f "$log" ]]; then
   echo
   echo "== summary"
   grep -hE "^(ONNX node tests|export round trip|generated models|lit-checks|  Passed|Total Discovered Tests)" "$log" || true
-  echo "unit tests: $(grep -c "^[0-9]*/[0-9]* Test.*\(Importer\|Locations\|ShapeInference\|Npy\)\." "$log" 2>/dev/null || true) GoogleTest cases"
+  echo "unit tests: $(ctest --test-dir "$build_dir" -N | grep -cE 'Test +#[0-9]+: [A-Za-z]+[.][A-Za-z]') GoogleTest cases"
 fi

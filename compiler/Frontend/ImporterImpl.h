@@ -34,6 +34,14 @@ mlir::Type convertElementType(mlir::MLIRContext *ctx, int32_t dataType,
 /// ONNX name of a TensorProto data type ("FLOAT", "INT8", ...).
 std::string dataTypeName(int32_t dataType);
 
+/// Largest dimension and element count qatc accepts for any tensor; they keep
+/// all size arithmetic far from int64 overflow.
+inline constexpr int64_t kMaxDimension = int64_t(1) << 31;
+inline constexpr int64_t kMaxElements = int64_t(1) << 40;
+
+/// True when every dimension and the element count are within the limits.
+bool isReasonableShape(llvm::ArrayRef<int64_t> shape);
+
 /// Converts an ONNX attribute for `onnx.Unsupported`; never fails (subgraphs
 /// and sparse tensors become descriptive strings).
 mlir::Attribute convertGenericAttribute(mlir::MLIRContext *ctx,

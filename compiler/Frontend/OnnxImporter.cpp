@@ -322,7 +322,8 @@ static FailureOr<ElementsAttr> convertTensor(MLIRContext *ctx,
   // the tensor's own name stays in the op's location.
   std::string key;
   for (char c : blobName)
-    key.push_back(llvm::isAlnum(c) || c == '_' || c == '.' || c == '-' ? c : '_');
+    key.push_back(llvm::isAlnum(c) || c == '_' || c == '.' || c == '-' ? c
+                                                                       : '_');
   if (key.empty() || !(llvm::isAlpha(key.front()) || key.front() == '_'))
     key.insert(key.begin(), '_');
   // The blob owns the bytes; std::string storage is malloc-aligned, which
@@ -375,9 +376,10 @@ convertFrozenInput(MLIRContext *ctx, const onnxpb::ValueInfoProto &info,
                    const NpyArray &array, Location loc) {
   Type elt = npyElementType(ctx, array.type);
   std::string why;
-  Type declared = info.type().has_tensor_type()
-                      ? convertElementType(ctx, info.type().tensor_type().elem_type(), &why)
-                      : Type();
+  Type declared =
+      info.type().has_tensor_type()
+          ? convertElementType(ctx, info.type().tensor_type().elem_type(), &why)
+          : Type();
   if (!declared)
     return emitError(loc) << "cannot be frozen: " << why, failure();
   if (declared != elt)
@@ -393,7 +395,8 @@ convertFrozenInput(MLIRContext *ctx, const onnxpb::ValueInfoProto &info,
   if (!rankOk)
     return emitError(loc) << "has a declared shape that the frozen value of "
                              "shape ["
-                          << llvm::make_range(array.shape.begin(), array.shape.end())
+                          << llvm::make_range(array.shape.begin(),
+                                              array.shape.end())
                           << "] does not match",
            failure();
   auto type = RankedTensorType::get(array.shape, elt);
@@ -545,6 +548,10 @@ GraphImporter::convertValueInfoType(const onnxpb::ValueInfoProto &info,
                    << " but the model fixes it to " << dim.dim_value(),
                failure();
     }
+    if (!isReasonableShape(dims))
+      return emitError(loc) << "--input-shape gives an invalid or too large "
+                               "shape",
+             failure();
     return Type(RankedTensorType::get(dims, elt));
   }
   if (!tt.has_shape()) {
@@ -579,6 +586,12 @@ GraphImporter::convertValueInfoType(const onnxpb::ValueInfoProto &info,
                           << info.name() << "=" << hint,
            failure();
   }
+  if (!isReasonableShape(shape))
+    return emitError(loc) << "has an invalid or too large shape (qatc allows "
+                             "dimensions up to "
+                          << kMaxDimension << " and " << kMaxElements
+                          << " elements)",
+           failure();
   return Type(RankedTensorType::get(shape, elt));
 }
 
@@ -833,7 +846,8 @@ OwningOpRef<ModuleOp> GraphImporter::importModel(onnxpb::ModelProto &model) {
   builder.setInsertionPointToEnd(body);
   for (auto &[name, value] : frozen) {
     auto op = builder.create<qatc::onnx::ConstantOp>(
-        makeTensorLoc(&ctx, file, name, kGraphInputKind), value.getType(), value);
+        makeTensorLoc(&ctx, file, name, kGraphInputKind), value.getType(),
+        value);
     op->setAttr(kOutputNamesAttr, builder.getStrArrayAttr({name}));
     lastConstant = op;
     values[name] = op.getResult();

@@ -106,9 +106,30 @@ FailureOr<ArrayRef<int64_t>> NodeImporter::staticShape(Value v,
   return type.getShape();
 }
 
+bool qatc::detail::isReasonableShape(ArrayRef<int64_t> shape) {
+  int64_t count = 1;
+  for (int64_t d : shape) {
+    if (d < 0 || d > kMaxDimension)
+      return false;
+    if (d != 0 && count > kMaxElements / d)
+      return false;
+    count *= d;
+  }
+  return true;
+}
+
 FailureOr<SmallVector<Value>>
 NodeImporter::buildWithTypes(StringRef opName, ValueRange operands,
                              ArrayRef<NamedAttribute> attrs, TypeRange types) {
+  for (Type t : types) {
+    auto ranked = dyn_cast<RankedTensorType>(t);
+    if (ranked && !isReasonableShape(ranked.getShape()))
+      return error() << node.op_type() << " would produce a tensor of type "
+                     << t << ", which is too large (qatc allows dimensions up "
+                     << "to " << kMaxDimension << " and " << kMaxElements
+                     << " elements)",
+             failure();
+  }
   OperationState state(loc, opName);
   state.addOperands(operands);
   state.addAttributes(attrs);
@@ -234,10 +255,6 @@ LogicalResult requireInputs(NodeImporter &ni, size_t count) {
   return success();
 }
 
-int64_t rankOf(Value v) {
-  return cast<RankedTensorType>(v.getType()).getRank();
-}
-
 /// Normalizes one axis against `rank`, reporting out-of-range values.
 FailureOr<int64_t> normAxis(NodeImporter &ni, int64_t axis, int64_t rank) {
   if (axis < -rank || axis >= rank)
@@ -274,10 +291,11 @@ FailureOr<Window> readWindow(NodeImporter &ni, ArrayRef<int64_t> spatialIn,
                       << n << " kernel_shape/strides/dilations entries and "
                       << 2 * n << " pads",
            failure();
+  auto bad = [](int64_t v) { return v <= 0 || v > kMaxDimension; };
   for (size_t i = 0; i < n; ++i)
-    if (w.strides[i] <= 0 || w.dilations[i] <= 0 || w.kernel[i] <= 0)
-      return ni.error() << "kernel_shape, strides and dilations must be "
-                           "positive",
+    if (bad(w.strides[i]) || bad(w.dilations[i]) || bad(w.kernel[i]))
+      return ni.error() << "kernel_shape, strides and dilations must be in [1, "
+                        << kMaxDimension << "]",
              failure();
   std::string autoPad = ni.stringAttr("auto_pad", "NOTSET");
   if (autoPad == "NOTSET")
@@ -623,6 +641,15 @@ LogicalResult importConvTranspose(NodeImporter &ni) {
     return ni.error() << "ConvTranspose attributes do not match a " << n
                       << "-D input",
            failure();
+  auto outOfRange = [](ArrayRef<int64_t> v, int64_t lo) {
+    return llvm::any_of(v,
+                        [&](int64_t x) { return x < lo || x > kMaxDimension; });
+  };
+  if (outOfRange(kernel, 1) || outOfRange(strides, 1) ||
+      outOfRange(dilations, 1) || outOfRange(pads, 0) || outOfRange(outPad, 0))
+    return ni.error() << "ConvTranspose attributes must be in [0, "
+                      << kMaxDimension << "] (kernel, strides, dilations >= 1)",
+           failure();
   std::string autoPad = ni.stringAttr("auto_pad", "NOTSET");
   auto outputShape = ni.intsAttr("output_shape");
   if (outputShape && outputShape->size() == n + 2)
@@ -636,9 +663,9 @@ LogicalResult importConvTranspose(NodeImporter &ni) {
   if (autoPad == "VALID")
     pads.assign(2 * n, 0);
   if (outputShape) {
-    if (outputShape->size() != n)
+    if (outputShape->size() != n || outOfRange(*outputShape, 1))
       return ni.error() << "ConvTranspose output_shape must have " << n
-                        << " entries",
+                        << " entries in [1, " << kMaxDimension << "]",
              failure();
     for (size_t i = 0; i < n; ++i) {
       int64_t total = strides[i] * ((*x)[i + 2] - 1) + outPad[i] +
@@ -1035,10 +1062,12 @@ LogicalResult importReshape(NodeImporter &ni) {
       inferIdx = i;
       continue;
     }
-    if (target[i] < 0)
-      return ni.error() << "Reshape shape has a negative dimension "
+    if (target[i] < 0 || target[i] > kMaxDimension)
+      return ni.error() << "Reshape shape has an invalid dimension "
                         << target[i],
              failure();
+    if (target[i] != 0 && known > kMaxElements / target[i])
+      return ni.error() << "Reshape shape is too large", failure();
     known *= target[i];
   }
   if (inferIdx >= 0) {
@@ -1261,9 +1290,13 @@ LogicalResult importResize(NodeImporter &ni) {
       float s = static_cast<float>((*scaleVals)[i]);
       if (!(s > 0))
         return ni.error() << "Resize scales must be positive", failure();
+      double size = std::floor(static_cast<double>((*shape)[axes[i]]) * s);
+      if (size > static_cast<double>(kMaxDimension))
+        return ni.error() << "Resize output dimension " << size
+                          << " is too large",
+               failure();
       scales[axes[i]] = s;
-      out[axes[i]] = static_cast<int64_t>(
-          std::floor(static_cast<double>((*shape)[axes[i]]) * s));
+      out[axes[i]] = static_cast<int64_t>(size);
     }
   } else if (sizesIn) {
     auto sizes = ni.requireConstInts(3, "sizes");
@@ -1274,6 +1307,9 @@ LogicalResult importResize(NodeImporter &ni) {
                         << axes.size() << " axes",
              failure();
     for (size_t i = 0; i < axes.size(); ++i) {
+      if ((*sizes)[i] < 0 || (*sizes)[i] > kMaxDimension)
+        return ni.error() << "Resize size " << (*sizes)[i] << " is invalid",
+               failure();
       out[axes[i]] = (*sizes)[i];
       scales[axes[i]] = static_cast<float>((*sizes)[i]) /
                         static_cast<float>((*shape)[axes[i]]);
@@ -1330,6 +1366,9 @@ LogicalResult importConstantOfShape(NodeImporter &ni) {
   auto shape = ni.requireConstInts(0, "input");
   if (failed(shape))
     return failure();
+  if (!isReasonableShape(*shape))
+    return ni.error() << "ConstantOfShape shape is invalid or too large",
+           failure();
   // The shape is known at import, so this is just a constant.
   DenseElementsAttr value;
   Type elt = ni.builder.getF32Type();

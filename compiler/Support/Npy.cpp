@@ -114,8 +114,9 @@ llvm::Expected<NpyArray> qatc::parseNpy(StringRef bytes, StringRef name) {
   if (major < 1 || major > 3)
     return fail(name, "has unsupported .npy format version " +
                           llvm::Twine(static_cast<int>(major)));
-  size_t headerLen = major == 1 ? le16(bytes.data() + 8)
-                                : (bytes.size() >= 12 ? le32(bytes.data() + 8) : 0);
+  size_t headerLen = major == 1
+                         ? le16(bytes.data() + 8)
+                         : (bytes.size() >= 12 ? le32(bytes.data() + 8) : 0);
   size_t start = major == 1 ? 10 : 12;
   if (start + headerLen > bytes.size())
     return fail(name, "is truncated (header)");
@@ -130,8 +131,9 @@ llvm::Expected<NpyArray> qatc::parseNpy(StringRef bytes, StringRef name) {
   for (const TypeInfo &t : kTypes) {
     // '|i1' and '<i1' (and '=' for the native order) mean the same.
     StringRef d = *descr;
-    if (d == t.descr || (d.size() == 3 && StringRef(t.descr).substr(1) == d.substr(1) &&
-                         (d[0] == '<' || d[0] == '|' || d[0] == '=')))
+    if (d == t.descr ||
+        (d.size() == 3 && StringRef(t.descr).substr(1) == d.substr(1) &&
+         (d[0] == '<' || d[0] == '|' || d[0] == '=')))
       type = &t;
   }
   if (!type)
@@ -276,8 +278,8 @@ llvm::Expected<std::map<std::string, NpyArray>> qatc::readNpz(StringRef path) {
     p += 46 + nameLen + extraLen + commentLen;
     if (local + 30 > zip.size() || le32(zip.data() + local) != 0x04034b50)
       return fail(path, "has a corrupt entry '" + entryName + "'");
-    uint64_t dataStart =
-        local + 30 + le16(zip.data() + local + 26) + le16(zip.data() + local + 28);
+    uint64_t dataStart = local + 30 + le16(zip.data() + local + 26) +
+                         le16(zip.data() + local + 28);
     if (dataStart + compSize > zip.size())
       return fail(path, "is truncated (entry '" + entryName + "')");
     StringRef comp = zip.substr(dataStart, compSize);

@@ -165,7 +165,7 @@ OpFoldResult DivOp::fold(FoldAdaptor adaptor) {
   // Integer Div truncates toward zero, as in the ONNX reference.
   return foldBinary(*this, adaptor.getOperands(),
                     [](int64_t a, int64_t b) -> std::optional<int64_t> {
-                      if (b == 0)
+                      if (b == 0 || (b == -1 && a == INT64_MIN))
                         return std::nullopt;
                       return a / b;
                     });

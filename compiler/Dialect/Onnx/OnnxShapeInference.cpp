@@ -20,6 +20,10 @@ using namespace qatc::onnx;
 
 namespace {
 
+/// Largest dimension, pad, stride or kernel size shape inference accepts;
+/// it keeps every intermediate of the size formulas far from int64 overflow.
+constexpr int64_t kMaxDim = int64_t(1) << 31;
+
 /// Emits a shape-inference error at `loc` (if any) and returns failure.
 template <typename... Args>
 LogicalResult fail(std::optional<Location> loc, Args &&...args) {
@@ -59,14 +63,12 @@ FailureOr<int64_t> windowOutputSize(std::optional<Location> loc, int64_t in,
                                     int64_t dilation, bool ceilMode) {
   if (kernel <= 0 || stride <= 0 || dilation <= 0 || padBegin < 0 || padEnd < 0)
     return fail(loc, "kernel, stride and dilation must be positive and pads "
-                     "non-negative"),
-           failure();
+                     "non-negative");
   int64_t span = dilation * (kernel - 1) + 1;
   int64_t avail = in + padBegin + padEnd - span;
   if (avail < 0)
     return fail(loc, "window of size ", span, " does not fit an input of size ",
-                in, " with pads ", padBegin, "+", padEnd),
-           failure();
+                in, " with pads ", padBegin, "+", padEnd);
   int64_t out = avail / stride + 1;
   if (ceilMode && avail % stride != 0) {
     ++out;
@@ -90,6 +92,15 @@ LogicalResult checkWindowAttrs(std::optional<Location> loc, size_t spatial,
                 " kernel_shape/strides/dilations entries and ", 2 * spatial,
                 " pads for a ", spatial, "-D window, got ", kernel.size(), "/",
                 strides.size(), "/", dilations.size(), " and ", pads.size());
+  // Bounded so that window arithmetic cannot overflow.
+  auto inRange = [](ArrayRef<int64_t> values, int64_t lo) {
+    return llvm::all_of(values,
+                        [&](int64_t v) { return v >= lo && v <= kMaxDim; });
+  };
+  if (!inRange(kernel, 1) || !inRange(strides, 1) || !inRange(dilations, 1) ||
+      !inRange(pads, 0))
+    return fail(loc, "kernel_shape, strides and dilations must be in [1, ",
+                kMaxDim, "] and pads in [0, ", kMaxDim, "]");
   return success();
 }
 
@@ -128,8 +139,7 @@ LogicalResult inferPool(std::optional<Location> loc, Adaptor adaptor,
 FailureOr<int64_t> normalizeAxis(std::optional<Location> loc, int64_t axis,
                                  int64_t rank, StringRef what = "axis") {
   if (axis < -rank || axis >= rank)
-    return fail(loc, what, " ", axis, " is out of range for rank ", rank),
-           failure();
+    return fail(loc, what, " ", axis, " is out of range for rank ", rank);
   return axis < 0 ? axis + rank : axis;
 }
 
@@ -349,8 +359,11 @@ LogicalResult ConvTransposeOp::inferReturnTypes(MLIRContext *,
                               adaptor.getStrides(), adaptor.getPads(),
                               adaptor.getDilations())))
     return failure();
-  if (adaptor.getOutputPadding().size() != spatial)
-    return fail(loc, "expected ", spatial, " output_padding entries");
+  if (adaptor.getOutputPadding().size() != spatial ||
+      llvm::any_of(adaptor.getOutputPadding(),
+                   [](int64_t v) { return v < 0 || v > kMaxDim; }))
+    return fail(loc, "expected ", spatial, " output_padding entries in [0, ",
+                kMaxDim, "]");
   if (adaptor.getKernelShape() != w->drop_front(2))
     return fail(loc, "kernel_shape ", shapeStr(adaptor.getKernelShape()),
                 " does not match the weight shape ", shapeStr(*w));
@@ -601,8 +614,8 @@ LogicalResult SplitOp::inferReturnTypes(MLIRContext *,
     return fail(loc, "Split axis ", axis, " is out of range");
   int64_t total = 0;
   for (int64_t s : split) {
-    if (s < 0)
-      return fail(loc, "Split sizes must be non-negative");
+    if (s < 0 || s > kMaxDim)
+      return fail(loc, "Split sizes must be in [0, ", kMaxDim, "]");
     total += s;
   }
   if (split.empty() || total != (*shape)[axis])
@@ -634,6 +647,10 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
             step = adaptor.getSteps()[i];
     if (step == 0)
       return fail(loc, "Slice step must not be 0");
+    if (std::abs(start) > kMaxDim || std::abs(end) > kMaxDim ||
+        std::abs(step) > kMaxDim)
+      return fail(loc, "Slice bounds must be normalized (|value| <= ", kMaxDim,
+                  ")");
     int64_t n = step > 0 ? (end - start + step - 1) / step
                          : (start - end + (-step) - 1) / (-step);
     out.push_back(std::max<int64_t>(0, n));
@@ -776,6 +793,8 @@ LogicalResult PadOp::inferReturnTypes(MLIRContext *,
   if (mode != "constant" && mode != "reflect" && mode != "edge" &&
       mode != "wrap")
     return fail(loc, "Pad mode '", mode, "' is not supported");
+  if (llvm::any_of(pads, [](int64_t p) { return std::abs(p) > kMaxDim; }))
+    return fail(loc, "Pad pads must be in [-", kMaxDim, ", ", kMaxDim, "]");
   SmallVector<int64_t> out;
   for (size_t i = 0; i < rank; ++i) {
     int64_t size = (*shape)[i] + pads[i] + pads[i + rank];

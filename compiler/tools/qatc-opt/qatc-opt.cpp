@@ -27,7 +27,6 @@
 
 using namespace mlir;
 
-
 static qatc::ImportCLOptions importOptions;
 
 static bool isOnnxPath(llvm::StringRef path) {

@@ -8,8 +8,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "qatc/Dialect/Onnx/OnnxOps.h"
-#include "qatc/Frontend/OnnxExporter.h"
 #include "qatc/Frontend/ImportCLOptions.h"
+#include "qatc/Frontend/OnnxExporter.h"
 #include "qatc/Frontend/OnnxImporter.h"
 #include "qatc/Support/Locations.h"
 
@@ -22,7 +22,6 @@
 #include "llvm/Support/SourceMgr.h"
 
 using namespace mlir;
-
 
 static qatc::ImportCLOptions importOptions;
 

@@ -1,7 +1,8 @@
 //===- qatc.cpp - the qatc driver -----------------------------------------===//
 //
-//   qatc import model.onnx [--input-shape x=1x3x224x224] [--emit=summary|mlir|onnx]
-//   qatc ops            the ONNX operators qatc supports
+//   qatc import model.onnx [--input-shape x=1x3x224x224]
+//   [--emit=summary|mlir|onnx] qatc ops            the ONNX operators qatc
+//   supports
 //
 // Later subcommands (eval, quantize, compile, run, bench, inspect) register
 // themselves the same way as `import`.
@@ -17,8 +18,8 @@
 
 using namespace qatc::driver;
 
-static llvm::cl::SubCommand opsCommand(
-    "ops", "List the ONNX operators (default domain) qatc supports");
+static llvm::cl::SubCommand
+    opsCommand("ops", "List the ONNX operators (default domain) qatc supports");
 
 int main(int argc, char **argv) {
   llvm::InitLLVM y(argc, argv);

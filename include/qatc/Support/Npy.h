@@ -20,7 +20,20 @@
 namespace qatc {
 
 /// Element types of numpy arrays qatc reads and writes.
-enum class NpyType { F32, F64, F16, I8, U8, I16, U16, I32, U32, I64, U64, Bool };
+enum class NpyType {
+  F32,
+  F64,
+  F16,
+  I8,
+  U8,
+  I16,
+  U16,
+  I32,
+  U32,
+  I64,
+  U64,
+  Bool
+};
 
 /// Size in bytes of one element.
 size_t npyTypeSize(NpyType type);
@@ -49,8 +62,9 @@ llvm::Error writeNpy(llvm::StringRef path, const NpyArray &array);
 /// keyed by name (without the .npy suffix).
 llvm::Expected<std::map<std::string, NpyArray>> readNpz(llvm::StringRef path);
 /// Writes an uncompressed .npz archive (what numpy.savez writes).
-llvm::Error writeNpz(llvm::StringRef path,
-                     const std::vector<std::pair<std::string, NpyArray>> &arrays);
+llvm::Error
+writeNpz(llvm::StringRef path,
+         const std::vector<std::pair<std::string, NpyArray>> &arrays);
 
 } // namespace qatc
 
