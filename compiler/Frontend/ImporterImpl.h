@@ -34,6 +34,15 @@ mlir::Type convertElementType(mlir::MLIRContext *ctx, int32_t dataType,
 /// ONNX name of a TensorProto data type ("FLOAT", "INT8", ...).
 std::string dataTypeName(int32_t dataType);
 
+/// Turns a TensorProto into an elements attribute: small tensors inline,
+/// larger ones as resource blobs named after `blobName` that take the raw
+/// bytes out of `t` (so a large weight is never held twice). External data
+/// is read relative to `baseDir`. Errors are emitted at `loc`.
+mlir::FailureOr<mlir::ElementsAttr>
+convertTensor(mlir::MLIRContext *ctx, onnxpb::TensorProto &t,
+              llvm::StringRef blobName, llvm::StringRef baseDir,
+              mlir::Location loc);
+
 /// Largest dimension and element count qatc accepts for any tensor; they keep
 /// all size arithmetic far from int64 overflow.
 inline constexpr int64_t kMaxDimension = int64_t(1) << 31;
@@ -51,9 +60,9 @@ mlir::Attribute convertGenericAttribute(mlir::MLIRContext *ctx,
 class NodeImporter {
 public:
   NodeImporter(mlir::OpBuilder &builder, const onnxpb::NodeProto &node,
-               mlir::Location loc, int64_t opset,
+               mlir::Location loc, int64_t opset, llvm::StringRef baseDir,
                llvm::SmallVector<mlir::Value> inputs)
-      : builder(builder), node(node), loc(loc), opset(opset),
+      : builder(builder), node(node), loc(loc), opset(opset), baseDir(baseDir),
         inputs(std::move(inputs)) {}
 
   mlir::OpBuilder &builder;
@@ -61,6 +70,8 @@ public:
   mlir::Location loc;
   /// Default-domain opset of the model.
   int64_t opset;
+  /// Directory of the model (external data of Constant nodes).
+  llvm::StringRef baseDir;
 
   mlir::MLIRContext *getContext() { return builder.getContext(); }
 
@@ -115,8 +126,8 @@ public:
   build1(llvm::StringRef opName, mlir::ValueRange operands,
          llvm::ArrayRef<mlir::NamedAttribute> attrs = {});
 
-  /// A constant tensor op (small dense literal).
-  mlir::Value constant(mlir::DenseElementsAttr value);
+  /// A constant tensor op.
+  mlir::Value constant(mlir::TypedAttr value);
 
   mlir::NamedAttribute named(llvm::StringRef name, mlir::Attribute value) {
     return builder.getNamedAttr(name, value);

@@ -176,8 +176,7 @@ std::string Exporter::addInt64s(StringRef hint, ArrayRef<int64_t> values,
   t->set_data_type(onnxpb::TensorProto::INT64);
   if (!scalar)
     t->add_dims(values.size());
-  for (int64_t v : values)
-    t->add_int64_data(v);
+  t->set_raw_data(values.data(), values.size() * sizeof(int64_t));
   return name;
 }
 
@@ -270,7 +269,8 @@ static bool allOnes(ArrayRef<int64_t> v) {
 
 LogicalResult Exporter::exportOp(Operation *op) {
   Location loc = op->getLoc();
-  std::string nodeName;
+  // Names of the initializers a node needs start with the node's name.
+  std::string nodeName = op->getName().stripDialect().str();
   if (auto infos = getOnnxLocInfos(loc); !infos.empty())
     nodeName = infos.front().name;
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
@@ -308,10 +308,11 @@ LogicalResult Exporter::exportOp(Operation *op) {
       .Case([&](qatc::onnx::ClipOp c) {
         auto &node = addNode(op, "Clip");
         Type elt = getElementTypeOrSelf(c.getX().getType());
-        node.add_input(c.getMin()
-                           ? addScalar(nodeName + "_min", elt,
-                                       c.getMin()->convertToDouble(), loc)
-                           : "");
+        if (c.getMin())
+          node.add_input(addScalar(nodeName + "_min", elt,
+                                   c.getMin()->convertToDouble(), loc));
+        else if (c.getMax())
+          node.add_input("");
         if (c.getMax())
           node.add_input(addScalar(nodeName + "_max", elt,
                                    c.getMax()->convertToDouble(), loc));
@@ -519,30 +520,108 @@ LogicalResult Exporter::run(onnxpb::ModelProto &model) {
   return success();
 }
 
-LogicalResult qatc::exportOnnx(ModuleOp module, llvm::raw_ostream &os) {
+/// Builds the ModelProto of `module`.
+static FailureOr<onnxpb::ModelProto> buildModel(ModuleOp module) {
   onnxpb::ModelProto model;
   Exporter exporter(module);
   if (failed(exporter.run(model)))
     return failure();
+  return model;
+}
+
+LogicalResult qatc::exportOnnx(ModuleOp module, llvm::raw_ostream &os) {
+  auto model = buildModel(module);
+  if (failed(model))
+    return failure();
   std::string bytes;
-  if (!model.SerializeToString(&bytes))
+  if (!model->SerializeToString(&bytes))
     return module.emitError("the model is too large to serialize (2 GB "
                             "protobuf limit)");
   os << bytes;
   return success();
 }
 
+/// Prints the values of an initializer in ONNX text syntax.
+static void printTensorValues(std::ostream &os, const onnxpb::TensorProto &t) {
+  const std::string &raw = t.raw_data();
+  auto print = [&](auto zero, auto widen) {
+    using T = decltype(zero);
+    size_t n = raw.size() / sizeof(T);
+    for (size_t i = 0; i < n; ++i) {
+      T v;
+      memcpy(&v, raw.data() + i * sizeof(T), sizeof(T));
+      os << (i ? ", " : "") << widen(v);
+    }
+  };
+  auto asIs = [](auto v) { return v; };
+  auto asInt = [](auto v) { return static_cast<int64_t>(v); };
+  auto asFloat = [](auto v) {
+    std::ostringstream s;
+    s.precision(9);
+    s << static_cast<double>(v);
+    std::string str = s.str();
+    if (str.find_first_of(".einf") == std::string::npos)
+      str += ".0";
+    return str;
+  };
+  using TP = onnxpb::TensorProto;
+  switch (t.data_type()) {
+  case TP::FLOAT:
+    return print(float(), asFloat);
+  case TP::DOUBLE:
+    return print(double(), asFloat);
+  case TP::INT8:
+    return print(int8_t(), asInt);
+  case TP::UINT8:
+  case TP::BOOL:
+    return print(uint8_t(), asInt);
+  case TP::INT16:
+    return print(int16_t(), asInt);
+  case TP::UINT16:
+    return print(uint16_t(), asInt);
+  case TP::INT32:
+    return print(int32_t(), asIs);
+  case TP::UINT32:
+    return print(uint32_t(), asIs);
+  case TP::INT64:
+    return print(int64_t(), asIs);
+  case TP::UINT64:
+    return print(uint64_t(), asIs);
+  default:
+    os << "?";
+  }
+}
+
 LogicalResult qatc::exportOnnxText(ModuleOp module, llvm::raw_ostream &os) {
-  onnxpb::ModelProto model;
-  Exporter exporter(module);
-  if (failed(exporter.run(model)))
+  auto model = buildModel(module);
+  if (failed(model))
     return failure();
+  const onnxpb::GraphProto &graph = model->graph();
   std::ostringstream ss;
-  ss << "<\n  ir_version: " << model.ir_version() << ",\n  opset_import: [";
-  for (int i = 0; i < model.opset_import_size(); ++i)
-    ss << (i ? ", " : "") << "\"" << model.opset_import(i).domain()
-       << "\" : " << model.opset_import(i).version();
-  ss << "]\n>\n" << model.graph();
+  ss << "<\n  ir_version: " << model->ir_version() << ",\n  opset_import: [";
+  for (int i = 0; i < model->opset_import_size(); ++i)
+    ss << (i ? ", " : "") << "\"" << model->opset_import(i).domain()
+       << "\" : " << model->opset_import(i).version();
+  ss << "]\n>\n" << graph.name() << " " << graph.input() << " => "
+     << graph.output() << "\n";
+  // libonnx 1.12's graph printer leaves out initializers; print them here.
+  for (int i = 0; i < graph.initializer_size(); ++i) {
+    const onnxpb::TensorProto &t = graph.initializer(i);
+    onnxpb::TypeProto type;
+    type.mutable_tensor_type()->set_elem_type(t.data_type());
+    auto *shape = type.mutable_tensor_type()->mutable_shape();
+    for (int64_t d : t.dims())
+      shape->add_dim()->set_dim_value(d);
+    ss << (i ? ",\n   " : "  <") << type << " " << t.name() << " = {";
+    printTensorValues(ss, t);
+    ss << "}";
+  }
+  if (graph.initializer_size())
+    ss << ">\n";
+  ss << "{\n";
+  for (const onnxpb::NodeProto &node : graph.node())
+    ss << "  " << node << "\n";
+  ss << "}\n";
   os << ss.str();
   return success();
 }

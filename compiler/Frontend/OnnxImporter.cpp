@@ -203,12 +203,11 @@ static FailureOr<std::string> readExternalData(const onnxpb::TensorProto &t,
   return std::string((*buffer)->getBufferStart() + offset, len);
 }
 
-/// Turns a TensorProto into an elements attribute. Takes the raw bytes out of
-/// `t` when it can, so a large weight is never held twice.
-static FailureOr<ElementsAttr> convertTensor(MLIRContext *ctx,
-                                             onnxpb::TensorProto &t,
-                                             StringRef blobName,
-                                             StringRef baseDir, Location loc) {
+FailureOr<ElementsAttr> qatc::detail::convertTensor(MLIRContext *ctx,
+                                                    onnxpb::TensorProto &t,
+                                                    StringRef blobName,
+                                                    StringRef baseDir,
+                                                    Location loc) {
   std::string why;
   Type elt = convertElementType(ctx, t.data_type(), &why);
   if (!elt)
@@ -679,7 +678,7 @@ LogicalResult GraphImporter::importNode(const onnxpb::NodeProto &node,
       return failure();
     inputs.push_back(*v);
   }
-  NodeImporter ni(builder, node, loc, opset, std::move(inputs));
+  NodeImporter ni(builder, node, loc, opset, baseDir, std::move(inputs));
   bool defaultDomain = node.domain().empty() || node.domain() == "ai.onnx";
   NodeHandler handler =
       defaultDomain ? lookupNodeHandler(node.op_type()) : nullptr;

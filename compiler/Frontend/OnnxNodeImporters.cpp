@@ -190,7 +190,7 @@ FailureOr<Value> NodeImporter::build1(StringRef opName, ValueRange operands,
   return (*results)[0];
 }
 
-Value NodeImporter::constant(DenseElementsAttr value) {
+Value NodeImporter::constant(TypedAttr value) {
   return builder.create<qatc::onnx::ConstantOp>(loc, value.getType(), value);
 }
 
@@ -485,77 +485,15 @@ LogicalResult importDropout(NodeImporter &ni) {
 }
 
 LogicalResult importConstant(NodeImporter &ni) {
-  MLIRContext *ctx = ni.getContext();
   Builder &b = ni.builder;
   if (const auto *a = ni.attr("value")) {
-    // Copy, since convertTensor may take the bytes out of the proto.
+    // A copy: convertTensor may take the bytes out of the proto.
     onnxpb::TensorProto t = a->t();
-    std::string why;
-    Type elt = convertElementType(ctx, t.data_type(), &why);
-    if (!elt)
-      return ni.error() << why, failure();
-    // Reuse the initializer conversion through a throw-away graph would be
-    // overkill; Constant nodes are small in practice, so build them inline.
-    SmallVector<int64_t> shape(t.dims().begin(), t.dims().end());
-    auto type = RankedTensorType::get(shape, elt);
-    int64_t count = type.getNumElements();
-    size_t width = elt.isInteger(1) ? 1 : (elt.getIntOrFloatBitWidth() + 7) / 8;
-    std::string bytes;
-    if (t.data_location() == onnxpb::TensorProto::EXTERNAL)
-      return ni.error() << "Constant with external data is not supported",
-             failure();
-    if (t.has_raw_data()) {
-      bytes = t.raw_data();
-    } else {
-      bytes.resize(count * width);
-      using TP = onnxpb::TensorProto;
-      for (int64_t i = 0; i < count; ++i) {
-        auto put = [&](auto v) { memcpy(&bytes[i * width], &v, width); };
-        switch (t.data_type()) {
-        case TP::FLOAT:
-          if (i >= t.float_data_size())
-            return ni.error() << "Constant has too few values", failure();
-          put(t.float_data(i));
-          break;
-        case TP::DOUBLE:
-          if (i >= t.double_data_size())
-            return ni.error() << "Constant has too few values", failure();
-          put(t.double_data(i));
-          break;
-        case TP::INT64:
-          if (i >= t.int64_data_size())
-            return ni.error() << "Constant has too few values", failure();
-          put(t.int64_data(i));
-          break;
-        case TP::UINT32:
-        case TP::UINT64:
-          if (i >= t.uint64_data_size())
-            return ni.error() << "Constant has too few values", failure();
-          put(t.uint64_data(i));
-          break;
-        default:
-          if (i >= t.int32_data_size())
-            return ni.error() << "Constant has too few values", failure();
-          put(t.int32_data(i));
-        }
-      }
-    }
-    if (bytes.size() != static_cast<size_t>(count) * width)
-      return ni.error() << "Constant data has " << bytes.size()
-                        << " bytes but its shape and type need "
-                        << count * width,
-             failure();
-    DenseElementsAttr attr;
-    if (elt.isInteger(1)) {
-      SmallVector<bool> bools;
-      for (char c : bytes)
-        bools.push_back(c != 0);
-      attr = DenseElementsAttr::get(type, bools);
-    } else {
-      attr = DenseElementsAttr::getFromRawBuffer(
-          type, ArrayRef<char>(bytes.data(), bytes.size()));
-    }
-    ni.results.push_back(ni.constant(attr));
+    auto name = cast<NameLoc>(ni.loc).getName().str();
+    auto value = convertTensor(ni.getContext(), t, name, ni.baseDir, ni.loc);
+    if (failed(value))
+      return failure();
+    ni.results.push_back(ni.constant(cast<TypedAttr>(*value)));
     return success();
   }
   if (const auto *a = ni.attr("value_float")) {
@@ -1370,45 +1308,22 @@ LogicalResult importConstantOfShape(NodeImporter &ni) {
     return ni.error() << "ConstantOfShape shape is invalid or too large",
            failure();
   // The shape is known at import, so this is just a constant.
-  DenseElementsAttr value;
-  Type elt = ni.builder.getF32Type();
+  Attribute element = ni.builder.getF32FloatAttr(0.0f);
   if (const auto *a = ni.attr("value")) {
     onnxpb::TensorProto t = a->t();
-    std::string why;
-    elt = convertElementType(ni.getContext(), t.data_type(), &why);
-    if (!elt || elt.isInteger(1))
-      return ni.error() << "ConstantOfShape value: "
-                        << (why.empty() ? "bool is not supported" : why),
+    auto value = convertTensor(ni.getContext(), t, "value", ni.baseDir, ni.loc);
+    if (failed(value))
+      return failure();
+    auto dense = dyn_cast<DenseElementsAttr>(*value);
+    if (!dense || dense.getNumElements() != 1 ||
+        dense.getElementType().isInteger(1))
+      return ni.error() << "ConstantOfShape value must be a one-element "
+                           "numeric tensor",
              failure();
-    auto type = RankedTensorType::get(*shape, elt);
-    if (isa<FloatType>(elt)) {
-      double v = 0.0;
-      if (t.has_raw_data() && elt.isF32() && t.raw_data().size() == 4) {
-        float f;
-        memcpy(&f, t.raw_data().data(), 4);
-        v = f;
-      } else if (t.float_data_size() == 1) {
-        v = t.float_data(0);
-      } else if (!elt.isF32()) {
-        return ni.error() << "ConstantOfShape of " << elt
-                          << " is not supported",
-               failure();
-      }
-      value = DenseElementsAttr::get(type, APFloat(static_cast<float>(v)));
-    } else {
-      int64_t v = 0;
-      unsigned width = elt.getIntOrFloatBitWidth();
-      if (t.has_raw_data() && t.raw_data().size() * 8 == width)
-        memcpy(&v, t.raw_data().data(), t.raw_data().size());
-      else if (t.int64_data_size() == 1)
-        v = t.int64_data(0);
-      else if (t.int32_data_size() == 1)
-        v = t.int32_data(0);
-      value = DenseElementsAttr::get(type, APInt(width, v, true));
-    }
-  } else {
-    value = DenseElementsAttr::get(RankedTensorType::get(*shape, elt), 0.0f);
+    element = dense.getSplatValue<Attribute>();
   }
+  auto type = RankedTensorType::get(*shape, cast<TypedAttr>(element).getType());
+  DenseElementsAttr value = DenseElementsAttr::get(type, element);
   ni.results.push_back(ni.constant(value));
   return success();
 }
