@@ -8,7 +8,10 @@
 #ifndef QATC_TOOLS_QATC_COMMANDS_H
 #define QATC_TOOLS_QATC_COMMANDS_H
 
+#include "qatc/Frontend/ImportCLOptions.h"
+
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -16,6 +19,21 @@ namespace qatc::driver {
 
 extern llvm::cl::SubCommand importCommand;
 int runImport();
+
+extern llvm::cl::SubCommand evalCommand;
+int runEval();
+
+extern llvm::cl::SubCommand compareCommand;
+int runCompare();
+
+/// Loads a model for a command: ONNX (binary or text) through the importer
+/// with the command's import options, or an MLIR file. Diagnostics go to
+/// stderr in the `model.onnx: node "..." (#i, Op): error: ...` form while the
+/// returned handler lives in the context.
+mlir::OwningOpRef<mlir::ModuleOp> loadModel(mlir::MLIRContext &ctx,
+                                            llvm::StringRef path,
+                                            const ImportCLOptions &options,
+                                            llvm::StringRef command);
 
 /// Prints what a user wants to know about an imported model: I/O, op counts,
 /// quantization and weights.

@@ -29,6 +29,10 @@ int main(int argc, char **argv) {
       "  Run 'qatc <command> --help' for a command's options.\n");
   if (importCommand)
     return runImport();
+  if (evalCommand)
+    return runEval();
+  if (compareCommand)
+    return runCompare();
   if (opsCommand) {
     for (const std::string &op : qatc::getSupportedOnnxOps())
       llvm::outs() << op << "\n";

@@ -1,0 +1,578 @@
+//===- ElementwiseKernels.cpp - elementwise ops, normalizations, Q/DQ -----===//
+//
+// Straightforward loops: this is the golden model, so each kernel follows the
+// ONNX definition literally. Reductions (softmax and normalization
+// statistics, means) accumulate in double.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Kernels.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/TypeUtilities.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <cmath>
+#include <limits>
+
+using namespace mlir;
+using namespace qatc::ref;
+namespace onnx = qatc::onnx;
+
+std::optional<DType> qatc::ref::toDType(Type t, const KernelContext &ctx) {
+  if (t.isF32() || t.isF64() || t.isF16() || t.isBF16())
+    return ctx.floatType;
+  if (t.isInteger(1))
+    return DType::Bool;
+  if (auto i = dyn_cast<IntegerType>(t)) {
+    bool u = i.isUnsigned();
+    switch (i.getWidth()) {
+    case 8:
+      return u ? DType::U8 : DType::I8;
+    case 16:
+      return u ? DType::U16 : DType::I16;
+    case 32:
+      return u ? DType::U32 : DType::I32;
+    case 64:
+      return u ? DType::U64 : DType::I64;
+    }
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+/// Calls `fn(T{})` for the numeric dtypes elementwise ops support.
+template <typename Fn> bool dispatchNumeric(DType type, Fn &&fn) {
+  switch (type) {
+  case DType::F32:
+    fn(float());
+    return true;
+  case DType::F64:
+    fn(double());
+    return true;
+  case DType::I8:
+    fn(int8_t());
+    return true;
+  case DType::U8:
+    fn(uint8_t());
+    return true;
+  case DType::I32:
+    fn(int32_t());
+    return true;
+  case DType::I64:
+    fn(int64_t());
+    return true;
+  default:
+    return false;
+  }
+}
+
+Results unsupportedType(Operation *op, const Tensor &t) {
+  return op->emitOpError("reference evaluation of ")
+         << dtypeName(t.dtype()) << " tensors is not supported",
+         failure();
+}
+
+/// Integer arithmetic that wraps instead of overflowing (no UB).
+template <typename T> T wrapAdd(T a, T b) {
+  using U = std::make_unsigned_t<T>;
+  return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
+}
+template <typename T> T wrapSub(T a, T b) {
+  using U = std::make_unsigned_t<T>;
+  return static_cast<T>(static_cast<U>(a) - static_cast<U>(b));
+}
+template <typename T> T wrapMul(T a, T b) {
+  using U = std::make_unsigned_t<T>;
+  return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
+}
+
+/// out[i] = f(a[ia], b[ib]) with numpy broadcasting; the innermost output
+/// dimension is the contiguous inner loop.
+template <typename T, typename R, typename F>
+void broadcastApply(const Tensor &a, const Tensor &b, Tensor &out, F f) {
+  ArrayRef<int64_t> os = out.shape();
+  size_t rank = os.size();
+  SmallVector<int64_t, 6> sa(rank, 0), sb(rank, 0);
+  auto fill = [&](const Tensor &t, SmallVectorImpl<int64_t> &s) {
+    auto strides = stridesOf(t.shape());
+    size_t off = rank - t.shape().size();
+    for (size_t d = 0; d < t.shape().size(); ++d)
+      s[d + off] = t.shape()[d] == 1 ? 0 : strides[d];
+  };
+  fill(a, sa);
+  fill(b, sb);
+  const T *pa = a.data<T>(), *pb = b.data<T>();
+  R *po = out.mutableData<R>();
+  int64_t total = out.numElements();
+  if (total == 0)
+    return;
+  int64_t inner = rank ? os.back() : 1;
+  int64_t ia = rank ? sa.back() : 0, ib = rank ? sb.back() : 0;
+  SmallVector<int64_t, 6> idx(rank, 0);
+  int64_t offA = 0, offB = 0;
+  for (int64_t base = 0; base < total; base += inner) {
+    for (int64_t j = 0; j < inner; ++j)
+      po[base + j] = f(pa[offA + j * ia], pb[offB + j * ib]);
+    // Advance the odometer over the outer dimensions.
+    for (int64_t d = static_cast<int64_t>(rank) - 2; d >= 0; --d) {
+      if (++idx[d] < os[d]) {
+        offA += sa[d];
+        offB += sb[d];
+        break;
+      }
+      offA -= sa[d] * (os[d] - 1);
+      offB -= sb[d] * (os[d] - 1);
+      idx[d] = 0;
+    }
+  }
+}
+
+template <typename T, typename F> Tensor mapUnary(const Tensor &x, F f) {
+  Tensor out(x.dtype(), x.shape());
+  const T *src = x.data<T>();
+  T *dst = out.mutableData<T>();
+  for (int64_t i = 0, n = x.numElements(); i < n; ++i)
+    dst[i] = f(src[i]);
+  return out;
+}
+
+/// Splits `shape` around `axis` into outer * dim * inner.
+void splitAround(ArrayRef<int64_t> shape, int64_t axis, int64_t &outer,
+                 int64_t &dim, int64_t &inner) {
+  outer = inner = 1;
+  for (int64_t i = 0; i < axis; ++i)
+    outer *= shape[i];
+  dim = shape[axis];
+  for (size_t i = axis + 1; i < shape.size(); ++i)
+    inner *= shape[i];
+}
+
+} // namespace
+
+Results qatc::ref::evalUnary(Operation *op, ArrayRef<Tensor> in,
+                             const KernelContext &ctx) {
+  const Tensor &x = in[0];
+  if (isa<onnx::IdentityOp>(op))
+    return one(x);
+  std::optional<Tensor> result;
+  bool isFloatInput = isFloat(x.dtype());
+  auto floatOnly = [&](auto f) {
+    if (!isFloatInput)
+      return;
+    dispatchFloat(x.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      result = mapUnary<T>(x, [&](T v) { return static_cast<T>(f(v)); });
+    });
+  };
+  auto numeric = [&](auto f) {
+    dispatchNumeric(x.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      result = mapUnary<T>(x, [&](T v) { return f(v); });
+    });
+  };
+  llvm::TypeSwitch<Operation *>(op)
+      .Case([&](onnx::ReluOp) {
+        numeric([](auto v) { return v > decltype(v)(0) ? v : decltype(v)(0); });
+      })
+      .Case([&](onnx::SigmoidOp) {
+        floatOnly([](auto v) { return 1 / (1 + std::exp(-v)); });
+      })
+      .Case([&](onnx::TanhOp) { floatOnly([](auto v) { return std::tanh(v); }); })
+      .Case([&](onnx::ErfOp) { floatOnly([](auto v) { return std::erf(v); }); })
+      .Case([&](onnx::SqrtOp) { floatOnly([](auto v) { return std::sqrt(v); }); })
+      .Case([&](onnx::ExpOp) { floatOnly([](auto v) { return std::exp(v); }); })
+      .Case([&](onnx::LogOp) { floatOnly([](auto v) { return std::log(v); }); })
+      .Case([&](onnx::ReciprocalOp) {
+        floatOnly([](auto v) { return decltype(v)(1) / v; });
+      })
+      .Case([&](onnx::NegOp) {
+        numeric([](auto v) {
+          using T = decltype(v);
+          if constexpr (std::is_integral_v<T>)
+            return wrapSub<T>(T(0), v);
+          else
+            return -v;
+        });
+      })
+      .Case([&](onnx::AbsOp) {
+        numeric([](auto v) {
+          using T = decltype(v);
+          if constexpr (std::is_unsigned_v<T>)
+            return v;
+          else if constexpr (std::is_integral_v<T>)
+            return v < 0 ? wrapSub<T>(T(0), v) : v;
+          else
+            return std::abs(v);
+        });
+      })
+      .Case([&](onnx::HardSwishOp) {
+        floatOnly([](auto v) {
+          using T = decltype(v);
+          return v * std::max(T(0), std::min(T(1), v * T(1.0 / 6) + T(0.5)));
+        });
+      })
+      .Case([&](onnx::LeakyReluOp o) {
+        double alpha = o.getAlpha().convertToDouble();
+        floatOnly([&](auto v) {
+          using T = decltype(v);
+          return v < T(0) ? static_cast<T>(static_cast<T>(alpha) * v) : v;
+        });
+      })
+      .Case([&](onnx::HardSigmoidOp o) {
+        double alpha = o.getAlpha().convertToDouble();
+        double beta = o.getBeta().convertToDouble();
+        floatOnly([&](auto v) {
+          using T = decltype(v);
+          return std::max(T(0), std::min(T(1), static_cast<T>(alpha) * v +
+                                                   static_cast<T>(beta)));
+        });
+      })
+      .Case([&](onnx::ClipOp o) {
+        double lo = o.getMin() ? o.getMin()->convertToDouble()
+                               : -std::numeric_limits<double>::infinity();
+        double hi = o.getMax() ? o.getMax()->convertToDouble()
+                               : std::numeric_limits<double>::infinity();
+        numeric([&](auto v) {
+          using T = decltype(v);
+          double d = static_cast<double>(v);
+          if (d < lo)
+            return static_cast<T>(lo);
+          if (d > hi)
+            return static_cast<T>(hi);
+          return v;
+        });
+      });
+  if (!result)
+    return unsupportedType(op, x);
+  return one(std::move(*result));
+}
+
+Results qatc::ref::evalBinary(Operation *op, ArrayRef<Tensor> in,
+                              const KernelContext &ctx) {
+  Tensor a = in[0], b = in[1];
+  if (isa<onnx::PowOp>(op) && b.dtype() != a.dtype())
+    b = castTensor(b, a.dtype());
+  if (a.dtype() != b.dtype())
+    return op->emitOpError("operands have different element types"), failure();
+  Tensor out(a.dtype(), resultShape(op));
+  bool ok = dispatchNumeric(a.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    llvm::TypeSwitch<Operation *>(op)
+        .Case([&](onnx::AddOp) {
+          broadcastApply<T, T>(a, b, out, [](T x, T y) {
+            if constexpr (std::is_integral_v<T>)
+              return wrapAdd(x, y);
+            else
+              return x + y;
+          });
+        })
+        .Case([&](onnx::SubOp) {
+          broadcastApply<T, T>(a, b, out, [](T x, T y) {
+            if constexpr (std::is_integral_v<T>)
+              return wrapSub(x, y);
+            else
+              return x - y;
+          });
+        })
+        .Case([&](onnx::MulOp) {
+          broadcastApply<T, T>(a, b, out, [](T x, T y) {
+            if constexpr (std::is_integral_v<T>)
+              return wrapMul(x, y);
+            else
+              return x * y;
+          });
+        })
+        .Case([&](onnx::DivOp) {
+          broadcastApply<T, T>(a, b, out, [](T x, T y) {
+            if constexpr (std::is_integral_v<T>) {
+              // Integer division truncates; x / 0 and MIN / -1 give 0
+              // rather than undefined behaviour.
+              if (y == 0 || (std::is_signed_v<T> && y == T(-1) &&
+                             x == std::numeric_limits<T>::min()))
+                return T(0);
+              return static_cast<T>(x / y);
+            } else {
+              return x / y;
+            }
+          });
+        })
+        .Case([&](onnx::PowOp) {
+          broadcastApply<T, T>(a, b, out, [](T x, T y) {
+            return static_cast<T>(std::pow(static_cast<double>(x),
+                                           static_cast<double>(y)));
+          });
+        });
+  });
+  if (!ok)
+    return unsupportedType(op, a);
+  return one(std::move(out));
+}
+
+Results qatc::ref::evalSoftmax(onnx::SoftmaxOp op, ArrayRef<Tensor> in,
+                               const KernelContext &ctx) {
+  const Tensor &x = in[0];
+  if (!isFloat(x.dtype()))
+    return unsupportedType(op, x);
+  int64_t axis = static_cast<int64_t>(op.getAxis());
+  if (axis < 0)
+    axis += x.rank();
+  int64_t outer, n, inner;
+  splitAround(x.shape(), axis, outer, n, inner);
+  Tensor out(x.dtype(), x.shape());
+  dispatchFloat(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T *src = x.data<T>();
+    T *dst = out.mutableData<T>();
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i = 0; i < inner; ++i) {
+        const T *s = src + o * n * inner + i;
+        T *d = dst + o * n * inner + i;
+        T mx = s[0];
+        for (int64_t k = 1; k < n; ++k)
+          mx = std::max(mx, s[k * inner]);
+        double sum = 0;
+        for (int64_t k = 0; k < n; ++k) {
+          T e = std::exp(s[k * inner] - mx);
+          d[k * inner] = e;
+          sum += e;
+        }
+        for (int64_t k = 0; k < n; ++k)
+          d[k * inner] = static_cast<T>(d[k * inner] / sum);
+      }
+  });
+  return one(std::move(out));
+}
+
+Results qatc::ref::evalBatchNorm(onnx::BatchNormalizationOp op,
+                                 ArrayRef<Tensor> in, const KernelContext &ctx) {
+  const Tensor &x = in[0];
+  if (!isFloat(x.dtype()))
+    return unsupportedType(op, x);
+  double eps = op.getEpsilon().convertToDouble();
+  int64_t n = x.dim(0), c = x.dim(1), inner = x.numElements() / (n * c);
+  Tensor out(x.dtype(), x.shape());
+  dispatchFloat(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T *src = x.data<T>(), *scale = in[1].data<T>(), *bias = in[2].data<T>(),
+            *mean = in[3].data<T>(), *var = in[4].data<T>();
+    T *dst = out.mutableData<T>();
+    for (int64_t ch = 0; ch < c; ++ch) {
+      T denom = std::sqrt(var[ch] + static_cast<T>(eps));
+      for (int64_t b = 0; b < n; ++b) {
+        int64_t base = (b * c + ch) * inner;
+        for (int64_t i = 0; i < inner; ++i)
+          dst[base + i] = (src[base + i] - mean[ch]) / denom * scale[ch] + bias[ch];
+      }
+    }
+  });
+  return one(std::move(out));
+}
+
+Results qatc::ref::evalLayerNorm(onnx::LayerNormalizationOp op,
+                                 ArrayRef<Tensor> in, const KernelContext &ctx) {
+  const Tensor &x = in[0];
+  if (!isFloat(x.dtype()))
+    return unsupportedType(op, x);
+  int64_t axis = static_cast<int64_t>(op.getAxis());
+  if (axis < 0)
+    axis += x.rank();
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < x.rank(); ++i)
+    (i < axis ? outer : inner) *= x.dim(i);
+  double eps = op.getEpsilon().convertToDouble();
+  // Scale and B broadcast against the normalized trailing block.
+  auto expand = [&](const Tensor &p) {
+    if (p.numElements() == inner)
+      return p;
+    SmallVector<int64_t> shape(x.shape().drop_front(axis));
+    Tensor full(p.dtype(), shape);
+    Tensor zero(p.dtype(), shape);
+    dispatchFloat(p.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      broadcastApply<T, T>(zero, p, full, [](T, T v) { return v; });
+    });
+    return full;
+  };
+  Tensor scale = expand(in[1]);
+  std::optional<Tensor> bias;
+  if (in.size() > 2)
+    bias = expand(in[2]);
+  Tensor out(x.dtype(), x.shape());
+  dispatchFloat(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T *src = x.data<T>(), *s = scale.data<T>();
+    const T *bp = bias ? bias->data<T>() : nullptr;
+    T *dst = out.mutableData<T>();
+    for (int64_t o = 0; o < outer; ++o) {
+      const T *row = src + o * inner;
+      double mean = 0;
+      for (int64_t i = 0; i < inner; ++i)
+        mean += row[i];
+      mean /= inner;
+      double var = 0;
+      for (int64_t i = 0; i < inner; ++i)
+        var += (row[i] - mean) * (row[i] - mean);
+      var /= inner;
+      double inv = 1.0 / std::sqrt(var + eps);
+      for (int64_t i = 0; i < inner; ++i)
+        dst[o * inner + i] = static_cast<T>((row[i] - mean) * inv * s[i] +
+                                            (bp ? bp[i] : T(0)));
+    }
+  });
+  return one(std::move(out));
+}
+
+Results qatc::ref::evalReduceMean(onnx::ReduceMeanOp op, ArrayRef<Tensor> in,
+                                  const KernelContext &ctx) {
+  const Tensor &x = in[0];
+  if (!isFloat(x.dtype()))
+    return unsupportedType(op, x);
+  int64_t rank = x.rank();
+  SmallVector<bool> reduced(rank, op.getAxes().empty());
+  for (int64_t a : op.getAxes())
+    reduced[a < 0 ? a + rank : a] = true;
+  // Output index of each input element: strides of the kept dimensions.
+  SmallVector<int64_t> keptShape;
+  for (int64_t d = 0; d < rank; ++d)
+    keptShape.push_back(reduced[d] ? 1 : x.dim(d));
+  auto outStrides = stridesOf(keptShape);
+  int64_t outCount = 1;
+  for (int64_t d : keptShape)
+    outCount *= d;
+  std::vector<double> sums(outCount, 0.0);
+  int64_t count = outCount ? x.numElements() / outCount : 0;
+  Tensor out(x.dtype(), resultShape(op));
+  dispatchFloat(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T *src = x.data<T>();
+    SmallVector<int64_t> idx(rank, 0);
+    for (int64_t i = 0, n = x.numElements(); i < n; ++i) {
+      int64_t o = 0;
+      for (int64_t d = 0; d < rank; ++d)
+        if (!reduced[d])
+          o += idx[d] * outStrides[d];
+      sums[o] += src[i];
+      for (int64_t d = rank - 1; d >= 0; --d) {
+        if (++idx[d] < x.dim(d))
+          break;
+        idx[d] = 0;
+      }
+    }
+    T *dst = out.mutableData<T>();
+    for (int64_t o = 0; o < outCount; ++o)
+      dst[o] = static_cast<T>(count ? sums[o] / count
+                                    : std::numeric_limits<double>::quiet_NaN());
+  });
+  return one(std::move(out));
+}
+
+namespace {
+
+/// Index of the scale/zero point for each element: per-tensor (0) or along
+/// `axis`.
+struct QuantIndex {
+  QuantIndex(const Tensor &x, const Tensor &scale, int64_t axis) {
+    if (scale.numElements() <= 1)
+      return;
+    perAxis = true;
+    dim = x.dim(axis);
+    inner = 1;
+    for (int64_t d = axis + 1; d < x.rank(); ++d)
+      inner *= x.dim(d);
+  }
+  int64_t operator()(int64_t i) const {
+    return perAxis ? (i / inner) % dim : 0;
+  }
+  bool perAxis = false;
+  int64_t dim = 1, inner = 1;
+};
+
+template <typename Fn> bool dispatchQuantized(DType type, Fn &&fn) {
+  switch (type) {
+  case DType::I8:
+    fn(int8_t());
+    return true;
+  case DType::U8:
+    fn(uint8_t());
+    return true;
+  case DType::I32:
+    fn(int32_t());
+    return true;
+  default:
+    return false;
+  }
+}
+
+} // namespace
+
+Results qatc::ref::evalQuantize(onnx::QuantizeLinearOp op, ArrayRef<Tensor> in,
+                                const KernelContext &ctx) {
+  Tensor x = in[0];
+  const Tensor &scale = in[1];
+  auto outType = toDType(getElementTypeOrSelf(op.getY().getType()), ctx);
+  if (!outType || (*outType != DType::I8 && *outType != DType::U8))
+    return op.emitOpError("reference evaluation quantizes to int8 or uint8 "
+                          "only"),
+           failure();
+  // int32 input is quantized like float (ONNX allows both).
+  if (!isFloat(x.dtype()))
+    x = castTensor(x, scale.dtype());
+  std::optional<Tensor> zp;
+  if (in.size() > 2)
+    zp = in[2];
+  QuantIndex qi(x, scale, static_cast<int64_t>(op.getAxis()));
+  Tensor out(*outType, x.shape());
+  dispatchFloat(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    dispatchQuantized(*outType, [&](auto qtag) {
+      using Q = decltype(qtag);
+      const T *src = x.data<T>(), *s = scale.data<T>();
+      const Q *z = zp ? zp->data<Q>() : nullptr;
+      Q *dst = out.mutableData<Q>();
+      constexpr double lo = std::numeric_limits<Q>::lowest();
+      constexpr double hi = std::numeric_limits<Q>::max();
+      for (int64_t i = 0, n = x.numElements(); i < n; ++i) {
+        int64_t k = qi(i);
+        // Divide in the float type, round half to even, then add the zero
+        // point and saturate (qdq-rules §2.1).
+        T q = std::nearbyint(src[i] / s[k]);
+        double v = std::isnan(q) ? 0.0 : static_cast<double>(q);
+        v += z ? z[k] : 0;
+        dst[i] = static_cast<Q>(std::clamp(v, lo, hi));
+      }
+    });
+  });
+  return one(std::move(out));
+}
+
+Results qatc::ref::evalDequantize(onnx::DequantizeLinearOp op,
+                                  ArrayRef<Tensor> in, const KernelContext &ctx) {
+  const Tensor &x = in[0], &scale = in[1];
+  std::optional<Tensor> zp;
+  if (in.size() > 2)
+    zp = in[2];
+  QuantIndex qi(x, scale, static_cast<int64_t>(op.getAxis()));
+  Tensor out(scale.dtype(), x.shape());
+  bool ok = dispatchQuantized(x.dtype(), [&](auto qtag) {
+    using Q = decltype(qtag);
+    dispatchFloat(scale.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      const Q *src = x.data<Q>();
+      const Q *z = zp ? zp->data<Q>() : nullptr;
+      const T *s = scale.data<T>();
+      T *dst = out.mutableData<T>();
+      for (int64_t i = 0, n = x.numElements(); i < n; ++i) {
+        int64_t k = qi(i);
+        // (x - zero_point) in the float type, times the scale.
+        T diff = static_cast<T>(src[i]) - static_cast<T>(z ? z[k] : 0);
+        dst[i] = diff * s[k];
+      }
+    });
+  });
+  if (!ok)
+    return unsupportedType(op, x);
+  return one(std::move(out));
+}

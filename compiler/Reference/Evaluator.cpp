@@ -1,0 +1,238 @@
+//===- Evaluator.cpp - the reference evaluator of the onnx dialect --------===//
+//
+// Walks the function in order, keeps each value's tensor until its last use,
+// and dispatches every op to its kernel. Constants wrap their weight blobs
+// without a copy (unless the fp64 mode widens them).
+//
+//===----------------------------------------------------------------------===//
+
+#include "qatc/Reference/Evaluator.h"
+#include "Kernels.h"
+#include "qatc/Frontend/OnnxImporter.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
+#include "mlir/IR/TypeUtilities.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace qatc::ref;
+namespace onnx = qatc::onnx;
+
+func::FuncOp qatc::ref::getMainFunction(ModuleOp module) {
+  for (auto f : module.getOps<func::FuncOp>())
+    if (f.getName() == "main_graph")
+      return f;
+  auto funcs = module.getOps<func::FuncOp>();
+  return funcs.empty() ? func::FuncOp() : *funcs.begin();
+}
+
+static std::vector<std::string> namesOf(func::FuncOp func, StringRef attr,
+                                        size_t count, StringRef fallback) {
+  std::vector<std::string> names;
+  auto a = func->getAttrOfType<ArrayAttr>(attr);
+  for (size_t i = 0; i < count; ++i)
+    names.push_back(a && i < a.size() ? cast<StringAttr>(a[i]).str()
+                                      : (fallback + Twine(i)).str());
+  return names;
+}
+
+std::vector<std::string> qatc::ref::getInputNames(func::FuncOp func) {
+  return namesOf(func, "onnx.input_names", func.getNumArguments(), "input_");
+}
+
+std::vector<std::string> qatc::ref::getOutputNames(func::FuncOp func) {
+  return namesOf(func, "onnx.output_names", func.getNumResults(), "output_");
+}
+
+namespace {
+
+/// The tensor of a constant op, in the evaluation's float type.
+FailureOr<Tensor> constantTensor(onnx::ConstantOp op, const KernelContext &ctx) {
+  auto type = cast<RankedTensorType>(op.getType());
+  Type elt = type.getElementType();
+  auto dtype = toDType(elt, ctx);
+  if (!dtype)
+    return op.emitOpError("reference evaluation of ") << elt
+                                                      << " is not supported",
+           failure();
+  // The stored element type (float constants are float32/64 in the file).
+  DType stored = elt.isF64() ? DType::F64 : elt.isF32() ? DType::F32 : *dtype;
+  if (isa<FloatType>(elt) && !elt.isF32() && !elt.isF64())
+    return op.emitOpError("reference evaluation of ")
+               << elt << " constants is not supported",
+           failure();
+  Tensor t;
+  Attribute value = op.getValue();
+  if (auto res = dyn_cast<DenseResourceElementsAttr>(value)) {
+    AsmResourceBlob *blob = res.getRawHandle().getBlob();
+    if (!blob)
+      return op.emitOpError("weight blob has no data"), failure();
+    t = Tensor::wrap(stored, type.getShape(), blob->getData().data(), nullptr);
+  } else if (auto dense = dyn_cast<DenseElementsAttr>(value)) {
+    t = Tensor(stored, type.getShape());
+    if (elt.isInteger(1)) {
+      bool *dst = t.mutableData<bool>();
+      int64_t i = 0;
+      for (bool b : dense.getValues<bool>())
+        dst[i++] = b;
+    } else {
+      ArrayRef<char> raw = dense.getRawData();
+      size_t size = dtypeSize(stored);
+      for (int64_t i = 0, n = t.numElements(); i < n; ++i)
+        std::memcpy(t.mutableData<char>() + i * size,
+                    raw.data() + (dense.isSplat() ? 0 : i * size), size);
+    }
+  } else {
+    return op.emitOpError("unsupported constant"), failure();
+  }
+  return castTensor(t, *dtype);
+}
+
+} // namespace
+
+FailureOr<std::vector<Tensor>>
+qatc::ref::evaluate(ModuleOp module, ArrayRef<Tensor> inputs,
+                    const EvalOptions &options) {
+  func::FuncOp func = getMainFunction(module);
+  if (!func)
+    return module.emitError("the module has no function to evaluate"),
+           failure();
+  KernelContext ctx;
+  ctx.floatType = options.fp64 ? DType::F64 : DType::F32;
+
+  Block &body = func.getBody().front();
+  std::vector<std::string> inNames = getInputNames(func);
+  if (inputs.size() != func.getNumArguments())
+    return emitError(func.getLoc())
+               << "the model has " << func.getNumArguments()
+               << " inputs but " << inputs.size() << " were given",
+           failure();
+
+  DenseMap<Value, Tensor> values;
+  DenseMap<Value, unsigned> usesLeft;
+  auto countUses = [&](Value v) {
+    usesLeft[v] = std::distance(v.getUses().begin(), v.getUses().end());
+  };
+  for (auto [arg, given, name] :
+       llvm::zip(func.getArguments(), inputs, inNames)) {
+    auto type = cast<RankedTensorType>(arg.getType());
+    auto expect = toDType(type.getElementType(), ctx);
+    bool floatOk = isFloat(given.dtype()) && expect && isFloat(*expect);
+    if (!expect || (given.dtype() != *expect && !floatOk))
+      return emitError(arg.getLoc())
+                 << "expects " << type.getElementType() << " data, got "
+                 << dtypeName(given.dtype()),
+             failure();
+    if (given.shape() != type.getShape())
+      return emitError(arg.getLoc())
+                 << "expects shape " << type << ", got " << given.describe(),
+             failure();
+    Tensor t = castTensor(given, *expect);
+    if (options.onTensor)
+      options.onTensor(name, t);
+    values[arg] = std::move(t);
+    countUses(arg);
+  }
+
+  auto release = [&](Operation *op) {
+    for (Value v : op->getOperands())
+      if (--usesLeft[v] == 0)
+        values.erase(v);
+  };
+
+  for (Operation &opRef : body) {
+    Operation *op = &opRef;
+    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+      std::vector<Tensor> outputs;
+      for (Value v : ret.getOperands())
+        outputs.push_back(values.lookup(v));
+      return outputs;
+    }
+    SmallVector<Tensor, 4> in;
+    for (Value v : op->getOperands())
+      in.push_back(values.lookup(v));
+    Results results = llvm::TypeSwitch<Operation *, Results>(op)
+        .Case([&](onnx::ConstantOp c) -> Results {
+          auto t = constantTensor(c, ctx);
+          if (failed(t))
+            return failure();
+          return one(*t);
+        })
+        .Case<onnx::ReluOp, onnx::SigmoidOp, onnx::TanhOp, onnx::ErfOp,
+              onnx::SqrtOp, onnx::ExpOp, onnx::LogOp, onnx::NegOp, onnx::AbsOp,
+              onnx::ReciprocalOp, onnx::HardSwishOp, onnx::LeakyReluOp,
+              onnx::HardSigmoidOp, onnx::ClipOp, onnx::IdentityOp>(
+            [&](Operation *o) { return evalUnary(o, in, ctx); })
+        .Case<onnx::AddOp, onnx::SubOp, onnx::MulOp, onnx::DivOp, onnx::PowOp>(
+            [&](Operation *o) { return evalBinary(o, in, ctx); })
+        .Case<onnx::MaxPoolOp, onnx::AveragePoolOp, onnx::GlobalAveragePoolOp,
+              onnx::GlobalMaxPoolOp>(
+            [&](Operation *o) { return evalPool(o, in, ctx); })
+        .Case<onnx::ReshapeOp, onnx::FlattenOp, onnx::SqueezeOp,
+              onnx::UnsqueezeOp>([&](Operation *o) {
+          // Row-major data is unchanged; only the shape differs.
+          return one(in[0].reshaped(resultShape(o)));
+        })
+        .Case([&](onnx::ShapeOp s) {
+          Tensor t(DType::I64, resultShape(s));
+          ArrayRef<int64_t> shape = in[0].shape();
+          int64_t start = static_cast<int64_t>(s.getStart());
+          if (start < 0)
+            start += shape.size();
+          start = std::clamp<int64_t>(start, 0, shape.size());
+          for (int64_t i = 0; i < t.numElements(); ++i)
+            t.mutableData<int64_t>()[i] = shape[start + i];
+          return one(std::move(t));
+        })
+        .Case([&](onnx::CastOp c) -> Results {
+          auto to = toDType(getElementTypeOrSelf(c.getType()), ctx);
+          if (!to)
+            return c.emitOpError("cast to an unsupported type"), failure();
+          return one(castTensor(in[0], *to));
+        })
+        .Case([&](onnx::QuantizeLinearOp q) { return evalQuantize(q, in, ctx); })
+        .Case([&](onnx::DequantizeLinearOp q) {
+          return evalDequantize(q, in, ctx);
+        })
+        .Case([&](onnx::ConvOp o) { return evalConv(o, in, ctx); })
+        .Case([&](onnx::ConvTransposeOp o) { return evalConvTranspose(o, in, ctx); })
+        .Case([&](onnx::GemmOp o) { return evalGemm(o, in, ctx); })
+        .Case([&](onnx::MatMulOp o) { return evalMatMul(o, in, ctx); })
+        .Case([&](onnx::BatchNormalizationOp o) { return evalBatchNorm(o, in, ctx); })
+        .Case([&](onnx::LayerNormalizationOp o) { return evalLayerNorm(o, in, ctx); })
+        .Case([&](onnx::SoftmaxOp o) { return evalSoftmax(o, in, ctx); })
+        .Case([&](onnx::ReduceMeanOp o) { return evalReduceMean(o, in, ctx); })
+        .Case([&](onnx::ConcatOp o) { return evalConcat(o, in, ctx); })
+        .Case([&](onnx::SplitOp o) { return evalSplit(o, in, ctx); })
+        .Case([&](onnx::SliceOp o) { return evalSlice(o, in, ctx); })
+        .Case([&](onnx::TransposeOp o) { return evalTranspose(o, in, ctx); })
+        .Case([&](onnx::GatherOp o) { return evalGather(o, in, ctx); })
+        .Case([&](onnx::PadOp o) { return evalPad(o, in, ctx); })
+        .Case([&](onnx::ResizeOp o) { return evalResize(o, in, ctx); })
+        .Default([&](Operation *o) -> Results {
+          if (auto u = dyn_cast<onnx::UnsupportedOp>(o))
+            return o->emitError("operator ")
+                       << u.getOpType() << " cannot be evaluated (unsupported)",
+                   failure();
+          return o->emitOpError("has no reference implementation"), failure();
+        });
+    if (failed(results))
+      return failure();
+    auto names = op->getAttrOfType<ArrayAttr>(qatc::kOutputNamesAttr);
+    for (auto [i, r] : llvm::enumerate(op->getResults())) {
+      Tensor &t = (*results)[i];
+      if (options.onTensor && names && i < names.size() &&
+          !isa<onnx::ConstantOp>(op)) {
+        StringRef name = cast<StringAttr>(names[i]).getValue();
+        if (!name.empty())
+          options.onTensor(name, t);
+      }
+      values[r] = std::move(t);
+      countUses(r);
+    }
+    release(op);
+  }
+  return func.emitError("function has no return"), failure();
+}

@@ -1,0 +1,98 @@
+//===- Kernels.h - reference kernels of the onnx dialect --------*- C++ -*-===//
+//
+// One function per op family. Each takes the op (for its attributes and
+// static result types), the operand tensors and the float type the
+// evaluation uses (float32, or float64 in --fp64 mode), and returns the
+// result tensors or fails after emitting an error at the op.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef QATC_COMPILER_REFERENCE_KERNELS_H
+#define QATC_COMPILER_REFERENCE_KERNELS_H
+
+#include "qatc/Dialect/Onnx/OnnxOps.h"
+#include "qatc/Reference/Tensor.h"
+
+namespace qatc::ref {
+
+using Results = mlir::FailureOr<llvm::SmallVector<Tensor, 1>>;
+
+/// Evaluation context.
+struct KernelContext {
+  /// The type float tensors are computed in (F32, or F64 in fp64 mode).
+  DType floatType = DType::F32;
+};
+
+/// The evaluator dtype of an MLIR element type in `ctx` (float types map to
+/// ctx.floatType); nullopt for types the evaluator does not handle.
+std::optional<DType> toDType(mlir::Type elementType, const KernelContext &ctx);
+
+/// Calls `fn(T{})` with T = float or double for a float dtype.
+template <typename Fn> void dispatchFloat(DType type, Fn &&fn) {
+  if (type == DType::F64)
+    fn(double());
+  else
+    fn(float());
+}
+
+// ElementwiseKernels.cpp
+Results evalUnary(mlir::Operation *op, llvm::ArrayRef<Tensor> in,
+                  const KernelContext &ctx);
+Results evalBinary(mlir::Operation *op, llvm::ArrayRef<Tensor> in,
+                   const KernelContext &ctx);
+Results evalSoftmax(qatc::onnx::SoftmaxOp op, llvm::ArrayRef<Tensor> in,
+                    const KernelContext &ctx);
+Results evalBatchNorm(qatc::onnx::BatchNormalizationOp op,
+                      llvm::ArrayRef<Tensor> in, const KernelContext &ctx);
+Results evalLayerNorm(qatc::onnx::LayerNormalizationOp op,
+                      llvm::ArrayRef<Tensor> in, const KernelContext &ctx);
+Results evalReduceMean(qatc::onnx::ReduceMeanOp op, llvm::ArrayRef<Tensor> in,
+                       const KernelContext &ctx);
+Results evalQuantize(qatc::onnx::QuantizeLinearOp op, llvm::ArrayRef<Tensor> in,
+                     const KernelContext &ctx);
+Results evalDequantize(qatc::onnx::DequantizeLinearOp op,
+                       llvm::ArrayRef<Tensor> in, const KernelContext &ctx);
+
+// ConvKernels.cpp
+Results evalConv(qatc::onnx::ConvOp op, llvm::ArrayRef<Tensor> in,
+                 const KernelContext &ctx);
+Results evalConvTranspose(qatc::onnx::ConvTransposeOp op,
+                          llvm::ArrayRef<Tensor> in, const KernelContext &ctx);
+Results evalGemm(qatc::onnx::GemmOp op, llvm::ArrayRef<Tensor> in,
+                 const KernelContext &ctx);
+Results evalMatMul(qatc::onnx::MatMulOp op, llvm::ArrayRef<Tensor> in,
+                   const KernelContext &ctx);
+Results evalPool(mlir::Operation *op, llvm::ArrayRef<Tensor> in,
+                 const KernelContext &ctx);
+
+// MovementKernels.cpp
+Results evalConcat(qatc::onnx::ConcatOp op, llvm::ArrayRef<Tensor> in,
+                   const KernelContext &ctx);
+Results evalSplit(qatc::onnx::SplitOp op, llvm::ArrayRef<Tensor> in,
+                  const KernelContext &ctx);
+Results evalSlice(qatc::onnx::SliceOp op, llvm::ArrayRef<Tensor> in,
+                  const KernelContext &ctx);
+Results evalTranspose(qatc::onnx::TransposeOp op, llvm::ArrayRef<Tensor> in,
+                      const KernelContext &ctx);
+Results evalGather(qatc::onnx::GatherOp op, llvm::ArrayRef<Tensor> in,
+                   const KernelContext &ctx);
+Results evalPad(qatc::onnx::PadOp op, llvm::ArrayRef<Tensor> in,
+                const KernelContext &ctx);
+Results evalResize(qatc::onnx::ResizeOp op, llvm::ArrayRef<Tensor> in,
+                   const KernelContext &ctx);
+
+/// A single-result success.
+inline Results one(Tensor t) {
+  llvm::SmallVector<Tensor, 1> r;
+  r.push_back(std::move(t));
+  return r;
+}
+
+/// The static shape of result `i` of `op`.
+inline llvm::ArrayRef<int64_t> resultShape(mlir::Operation *op, unsigned i = 0) {
+  return mlir::cast<mlir::RankedTensorType>(op->getResult(i).getType()).getShape();
+}
+
+} // namespace qatc::ref
+
+#endif // QATC_COMPILER_REFERENCE_KERNELS_H

@@ -1,0 +1,339 @@
+//===- MovementKernels.cpp - data movement and resizing -------------------===//
+//
+// Concat, Split, Slice, Transpose, Gather and Pad move bytes and work on any
+// element type. Resize applies its 1-D interpolation along each axis in turn
+// (interpolation is separable), following the ONNX definitions of the
+// coordinate transformations, nearest modes and the cubic kernel.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Kernels.h"
+
+#include "mlir/IR/Diagnostics.h"
+
+#include <cmath>
+#include <cstring>
+
+using namespace mlir;
+using namespace qatc::ref;
+namespace onnx = qatc::onnx;
+
+namespace {
+
+int64_t product(ArrayRef<int64_t> v) {
+  int64_t n = 1;
+  for (int64_t d : v)
+    n *= d;
+  return n;
+}
+
+} // namespace
+
+Results qatc::ref::evalConcat(onnx::ConcatOp op, ArrayRef<Tensor> in,
+                              const KernelContext &) {
+  Tensor out(in[0].dtype(), resultShape(op));
+  int64_t axis = static_cast<int64_t>(op.getAxis());
+  int64_t outer = product(out.shape().take_front(axis));
+  size_t elt = dtypeSize(out.dtype());
+  int64_t outBlock = product(out.shape().drop_front(axis)) * elt;
+  char *dst = out.mutableData<char>();
+  int64_t offset = 0;
+  for (const Tensor &t : in) {
+    int64_t block = product(t.shape().drop_front(axis)) * elt;
+    for (int64_t o = 0; o < outer; ++o)
+      std::memcpy(dst + o * outBlock + offset, t.bytes() + o * block, block);
+    offset += block;
+  }
+  return one(std::move(out));
+}
+
+Results qatc::ref::evalSplit(onnx::SplitOp op, ArrayRef<Tensor> in,
+                             const KernelContext &) {
+  const Tensor &x = in[0];
+  int64_t axis = static_cast<int64_t>(op.getAxis());
+  int64_t outer = product(x.shape().take_front(axis));
+  size_t elt = dtypeSize(x.dtype());
+  int64_t inBlock = product(x.shape().drop_front(axis)) * elt;
+  SmallVector<Tensor, 1> results;
+  int64_t offset = 0;
+  for (unsigned i = 0; i < op->getNumResults(); ++i) {
+    Tensor t(x.dtype(), resultShape(op, i));
+    int64_t block = product(t.shape().drop_front(axis)) * elt;
+    for (int64_t o = 0; o < outer; ++o)
+      std::memcpy(t.mutableData<char>() + o * block,
+                  x.bytes() + o * inBlock + offset, block);
+    offset += block;
+    results.push_back(std::move(t));
+  }
+  return results;
+}
+
+Results qatc::ref::evalSlice(onnx::SliceOp op, ArrayRef<Tensor> in,
+                             const KernelContext &) {
+  const Tensor &x = in[0];
+  Tensor out(x.dtype(), resultShape(op));
+  size_t elt = dtypeSize(x.dtype());
+  auto inStrides = stridesOf(x.shape());
+  ArrayRef<int64_t> shape = out.shape();
+  int64_t rank = x.rank();
+  SmallVector<int64_t> idx(rank, 0);
+  char *dst = out.mutableData<char>();
+  for (int64_t i = 0, n = out.numElements(); i < n; ++i) {
+    int64_t src = 0;
+    for (int64_t d = 0; d < rank; ++d)
+      src += (op.getStarts()[d] + idx[d] * op.getSteps()[d]) * inStrides[d];
+    std::memcpy(dst + i * elt, x.bytes() + src * elt, elt);
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      if (++idx[d] < shape[d])
+        break;
+      idx[d] = 0;
+    }
+  }
+  return one(std::move(out));
+}
+
+Results qatc::ref::evalTranspose(onnx::TransposeOp op, ArrayRef<Tensor> in,
+                                 const KernelContext &) {
+  const Tensor &x = in[0];
+  Tensor out(x.dtype(), resultShape(op));
+  size_t elt = dtypeSize(x.dtype());
+  auto inStrides = stridesOf(x.shape());
+  ArrayRef<int64_t> perm = op.getPerm();
+  int64_t rank = x.rank();
+  // Output dimension d walks input dimension perm[d].
+  SmallVector<int64_t> srcStride(rank);
+  for (int64_t d = 0; d < rank; ++d)
+    srcStride[d] = inStrides[perm[d]];
+  ArrayRef<int64_t> shape = out.shape();
+  SmallVector<int64_t> idx(rank, 0);
+  char *dst = out.mutableData<char>();
+  int64_t src = 0;
+  for (int64_t i = 0, n = out.numElements(); i < n; ++i) {
+    std::memcpy(dst + i * elt, x.bytes() + src * elt, elt);
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      if (++idx[d] < shape[d]) {
+        src += srcStride[d];
+        break;
+      }
+      src -= srcStride[d] * (shape[d] - 1);
+      idx[d] = 0;
+    }
+  }
+  return one(std::move(out));
+}
+
+Results qatc::ref::evalGather(onnx::GatherOp op, ArrayRef<Tensor> in,
+                              const KernelContext &) {
+  const Tensor &x = in[0], &indices = in[1];
+  Tensor out(x.dtype(), resultShape(op));
+  int64_t axis = static_cast<int64_t>(op.getAxis());
+  int64_t outer = product(x.shape().take_front(axis));
+  int64_t dim = x.dim(axis);
+  size_t block = product(x.shape().drop_front(axis + 1)) * dtypeSize(x.dtype());
+  int64_t count = indices.numElements();
+  char *dst = out.mutableData<char>();
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t j = 0; j < count; ++j) {
+      int64_t idx = indices.dtype() == DType::I64
+                        ? indices.data<int64_t>()[j]
+                        : indices.data<int32_t>()[j];
+      if (idx < -dim || idx >= dim)
+        return op.emitOpError("index ") << idx << " is out of range for axis "
+                                        << axis << " of size " << dim,
+               failure();
+      if (idx < 0)
+        idx += dim;
+      std::memcpy(dst + (o * count + j) * block,
+                  x.bytes() + (o * dim + idx) * block, block);
+    }
+  return one(std::move(out));
+}
+
+Results qatc::ref::evalPad(onnx::PadOp op, ArrayRef<Tensor> in,
+                           const KernelContext &) {
+  const Tensor &x = in[0];
+  Tensor out(x.dtype(), resultShape(op));
+  size_t elt = dtypeSize(x.dtype());
+  int64_t rank = x.rank();
+  ArrayRef<int64_t> pads = op.getPads();
+  StringRef mode = op.getMode();
+  // The constant, in the tensor's element type.
+  double value = op.getValue().convertToDouble();
+  Tensor fill =
+      castTensor(Tensor::wrap(DType::F64, {}, &value, nullptr), x.dtype());
+  auto inStrides = stridesOf(x.shape());
+  ArrayRef<int64_t> shape = out.shape();
+  SmallVector<int64_t> idx(rank, 0);
+  char *dst = out.mutableData<char>();
+  for (int64_t i = 0, n = out.numElements(); i < n; ++i) {
+    int64_t src = 0;
+    bool inside = true;
+    for (int64_t d = 0; d < rank && inside; ++d) {
+      int64_t len = x.dim(d);
+      int64_t p = idx[d] - pads[d];
+      if (p < 0 || p >= len) {
+        if (mode == "constant" || len == 0) {
+          inside = false;
+          break;
+        }
+        if (mode == "edge") {
+          p = std::clamp<int64_t>(p, 0, len - 1);
+        } else if (mode == "wrap") {
+          p = ((p % len) + len) % len;
+        } else { // reflect, possibly several times over
+          int64_t period = len > 1 ? 2 * (len - 1) : 1;
+          p = ((p % period) + period) % period;
+          if (p >= len)
+            p = period - p;
+        }
+      }
+      src += p * inStrides[d];
+    }
+    std::memcpy(dst + i * elt, inside ? x.bytes() + src * elt : fill.bytes(),
+                elt);
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      if (++idx[d] < shape[d])
+        break;
+      idx[d] = 0;
+    }
+  }
+  return one(std::move(out));
+}
+
+namespace {
+
+/// Input coordinate of output coordinate `x` along one axis (ONNX Resize
+/// coordinate_transformation_mode).
+double sourceCoordinate(StringRef mode, double x, double scale, int64_t inLen,
+                        int64_t outLen) {
+  if (mode == "asymmetric")
+    return x / scale;
+  if (mode == "align_corners")
+    return outLen == 1 ? 0.0
+                       : x * static_cast<double>(inLen - 1) /
+                             static_cast<double>(outLen - 1);
+  if (mode == "pytorch_half_pixel")
+    return outLen > 1 ? (x + 0.5) / scale - 0.5 : 0.0;
+  if (mode == "tf_half_pixel_for_nn")
+    return (x + 0.5) / scale;
+  if (mode == "half_pixel_symmetric") {
+    double adjustment = static_cast<double>(outLen) / (scale * inLen);
+    double center = inLen / 2.0;
+    double offset = center * (1 - adjustment);
+    return offset + (x + 0.5) / scale - 0.5;
+  }
+  return (x + 0.5) / scale - 0.5; // half_pixel
+}
+
+int64_t nearestIndex(StringRef mode, double x) {
+  if (mode == "floor")
+    return static_cast<int64_t>(std::floor(x));
+  if (mode == "ceil")
+    return static_cast<int64_t>(std::ceil(x));
+  double f = std::floor(x);
+  if (x - f == 0.5)
+    return static_cast<int64_t>(mode == "round_prefer_ceil" ? f + 1 : f);
+  return static_cast<int64_t>(std::round(x));
+}
+
+/// The input taps and weights of each output position along one axis.
+struct Taps {
+  int64_t perOutput = 1;
+  std::vector<int64_t> index;
+  std::vector<double> weight;
+};
+
+Taps computeTaps(onnx::ResizeOp op, int64_t inLen, int64_t outLen,
+                 double scale) {
+  Taps taps;
+  StringRef mode = op.getMode();
+  StringRef coord = op.getCoordinateTransformationMode();
+  double a = op.getCubicCoeffA().convertToDouble();
+  bool exclude = op.getExcludeOutside() != 0;
+  taps.perOutput = mode == "nearest" ? 1 : mode == "linear" ? 2 : 4;
+  auto clampIndex = [&](int64_t i) { return std::clamp<int64_t>(i, 0, inLen - 1); };
+  for (int64_t j = 0; j < outLen; ++j) {
+    double x = sourceCoordinate(coord, static_cast<double>(j), scale, inLen, outLen);
+    if (mode == "nearest") {
+      taps.index.push_back(clampIndex(nearestIndex(op.getNearestMode(), x)));
+      taps.weight.push_back(1.0);
+      continue;
+    }
+    double f = std::floor(x), t = x - f;
+    auto base = static_cast<int64_t>(f);
+    if (mode == "linear") {
+      taps.index.push_back(clampIndex(base));
+      taps.index.push_back(clampIndex(base + 1));
+      taps.weight.push_back(1 - t);
+      taps.weight.push_back(t);
+      continue;
+    }
+    // Cubic convolution (Keys) with coefficient a.
+    double w[4] = {((a * (t + 1) - 5 * a) * (t + 1) + 8 * a) * (t + 1) - 4 * a,
+                   ((a + 2) * t - (a + 3)) * t * t + 1,
+                   ((a + 2) * (1 - t) - (a + 3)) * (1 - t) * (1 - t) + 1,
+                   ((a * (2 - t) - 5 * a) * (2 - t) + 8 * a) * (2 - t) - 4 * a};
+    double sum = 0;
+    for (int k = 0; k < 4; ++k) {
+      int64_t i = base - 1 + k;
+      if (exclude && (i < 0 || i >= inLen))
+        w[k] = 0;
+      sum += w[k];
+    }
+    for (int k = 0; k < 4; ++k) {
+      taps.index.push_back(clampIndex(base - 1 + k));
+      taps.weight.push_back(exclude && sum != 0 ? w[k] / sum : w[k]);
+    }
+  }
+  return taps;
+}
+
+} // namespace
+
+Results qatc::ref::evalResize(onnx::ResizeOp op, ArrayRef<Tensor> in,
+                              const KernelContext &) {
+  Tensor cur = in[0];
+  ArrayRef<int64_t> outShape = resultShape(op);
+  bool nearest = op.getMode() == "nearest";
+  if (!isFloat(cur.dtype()) && !nearest)
+    return op.emitOpError("linear and cubic Resize need a float input"),
+           failure();
+  size_t elt = dtypeSize(cur.dtype());
+  for (int64_t d = 0; d < cur.rank(); ++d) {
+    int64_t inLen = cur.dim(d), outLen = outShape[d];
+    double scale = op.getScales()[d];
+    if (inLen == outLen && scale == 1.0 &&
+        op.getCoordinateTransformationMode() != "tf_half_pixel_for_nn")
+      continue;
+    Taps taps = computeTaps(op, inLen, outLen, scale);
+    SmallVector<int64_t> shape(cur.shape());
+    shape[d] = outLen;
+    Tensor next(cur.dtype(), shape);
+    int64_t outer = product(cur.shape().take_front(d));
+    int64_t inner = product(cur.shape().drop_front(d + 1));
+    if (nearest) {
+      for (int64_t o = 0; o < outer; ++o)
+        for (int64_t j = 0; j < outLen; ++j)
+          std::memcpy(next.mutableData<char>() + ((o * outLen + j) * inner) * elt,
+                      cur.bytes() + ((o * inLen + taps.index[j]) * inner) * elt,
+                      inner * elt);
+    } else {
+      dispatchFloat(cur.dtype(), [&](auto tag) {
+        using T = decltype(tag);
+        const T *src = cur.data<T>();
+        T *dst = next.mutableData<T>();
+        for (int64_t o = 0; o < outer; ++o)
+          for (int64_t j = 0; j < outLen; ++j)
+            for (int64_t i = 0; i < inner; ++i) {
+              double acc = 0;
+              for (int64_t k = 0; k < taps.perOutput; ++k)
+                acc += taps.weight[j * taps.perOutput + k] *
+                       src[(o * inLen + taps.index[j * taps.perOutput + k]) * inner + i];
+              dst[(o * outLen + j) * inner + i] = static_cast<T>(acc);
+            }
+      });
+    }
+    cur = std::move(next);
+  }
+  return one(std::move(cur));
+}

@@ -1,0 +1,189 @@
+//===- Tensor.cpp - tensors of the reference evaluator --------------------===//
+
+#include "qatc/Reference/Tensor.h"
+
+#include "llvm/Support/ErrorHandling.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+
+using namespace qatc::ref;
+
+size_t qatc::ref::dtypeSize(DType type) {
+  switch (type) {
+  case DType::F64:
+  case DType::I64:
+  case DType::U64:
+    return 8;
+  case DType::F32:
+  case DType::I32:
+  case DType::U32:
+    return 4;
+  case DType::I16:
+  case DType::U16:
+    return 2;
+  case DType::I8:
+  case DType::U8:
+  case DType::Bool:
+    return 1;
+  }
+  return 1;
+}
+
+llvm::StringRef qatc::ref::dtypeName(DType type) {
+  switch (type) {
+  case DType::F32:
+    return "float32";
+  case DType::F64:
+    return "float64";
+  case DType::I8:
+    return "int8";
+  case DType::U8:
+    return "uint8";
+  case DType::I16:
+    return "int16";
+  case DType::U16:
+    return "uint16";
+  case DType::I32:
+    return "int32";
+  case DType::U32:
+    return "uint32";
+  case DType::I64:
+    return "int64";
+  case DType::U64:
+    return "uint64";
+  case DType::Bool:
+    return "bool";
+  }
+  return "?";
+}
+
+Tensor::Tensor(DType type, llvm::ArrayRef<int64_t> shape)
+    : type(type), dims(shape.begin(), shape.end()) {
+  // 64-byte aligned so kernels can use aligned vector loads; at least one
+  // byte so that an empty tensor still has a buffer.
+  size_t bytes = std::max<size_t>(1, byteSize());
+  size_t rounded = (bytes + 63) / 64 * 64;
+  void *mem = std::aligned_alloc(64, rounded);
+  if (!mem)
+    llvm::report_bad_alloc_error("qatc: out of memory for a tensor");
+  std::memset(mem, 0, rounded);
+  storage = std::shared_ptr<const void>(mem, [](const void *p) {
+    std::free(const_cast<void *>(p));
+  });
+  ptr = static_cast<const char *>(mem);
+}
+
+Tensor Tensor::wrap(DType type, llvm::ArrayRef<int64_t> shape, const void *data,
+                    std::shared_ptr<const void> owner) {
+  Tensor t;
+  t.type = type;
+  t.dims.assign(shape.begin(), shape.end());
+  t.storage = owner ? std::move(owner)
+                    : std::shared_ptr<const void>(data, [](const void *) {});
+  t.ptr = static_cast<const char *>(data);
+  return t;
+}
+
+int64_t Tensor::numElements() const {
+  int64_t n = 1;
+  for (int64_t d : dims)
+    n *= d;
+  return n;
+}
+
+Tensor Tensor::reshaped(llvm::ArrayRef<int64_t> shape) const {
+  Tensor t = *this;
+  t.dims.assign(shape.begin(), shape.end());
+  return t;
+}
+
+std::string Tensor::describe() const {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << dtypeName(type) << "[";
+  llvm::interleave(dims, os, ",");
+  os << "]";
+  return os.str();
+}
+
+llvm::SmallVector<int64_t, 6> qatc::ref::stridesOf(llvm::ArrayRef<int64_t> shape) {
+  llvm::SmallVector<int64_t, 6> strides(shape.size(), 1);
+  for (int64_t i = static_cast<int64_t>(shape.size()) - 2; i >= 0; --i)
+    strides[i] = strides[i + 1] * shape[i + 1];
+  return strides;
+}
+
+namespace {
+
+/// Calls `fn(T{})` with T the C++ type of `type`.
+template <typename Fn> void dispatchAll(DType type, Fn &&fn) {
+  switch (type) {
+  case DType::F32:
+    return fn(float());
+  case DType::F64:
+    return fn(double());
+  case DType::I8:
+    return fn(int8_t());
+  case DType::U8:
+    return fn(uint8_t());
+  case DType::I16:
+    return fn(int16_t());
+  case DType::U16:
+    return fn(uint16_t());
+  case DType::I32:
+    return fn(int32_t());
+  case DType::U32:
+    return fn(uint32_t());
+  case DType::I64:
+    return fn(int64_t());
+  case DType::U64:
+    return fn(uint64_t());
+  case DType::Bool:
+    return fn(bool());
+  }
+}
+
+/// One ONNX Cast: floats to integers truncate toward zero (saturating
+/// instead of undefined behaviour out of range, NaN to 0), to bool is != 0,
+/// integer to integer wraps like numpy's astype.
+template <typename To, typename From> To castValue(From v) {
+  if constexpr (std::is_same_v<To, bool>) {
+    return v != From(0);
+  } else if constexpr (std::is_floating_point_v<From> &&
+                       std::is_integral_v<To>) {
+    if (std::isnan(v))
+      return To(0);
+    double t = std::trunc(static_cast<double>(v));
+    if (t <= static_cast<double>(std::numeric_limits<To>::lowest()))
+      return std::numeric_limits<To>::lowest();
+    if (t >= static_cast<double>(std::numeric_limits<To>::max()))
+      return std::numeric_limits<To>::max();
+    return static_cast<To>(t);
+  } else {
+    return static_cast<To>(v);
+  }
+}
+
+} // namespace
+
+Tensor qatc::ref::castTensor(const Tensor &t, DType to) {
+  if (t.dtype() == to)
+    return t;
+  Tensor out(to, t.shape());
+  int64_t n = t.numElements();
+  dispatchAll(t.dtype(), [&](auto fromTag) {
+    using From = decltype(fromTag);
+    dispatchAll(to, [&](auto toTag) {
+      using To = decltype(toTag);
+      const From *src = t.data<From>();
+      To *dst = out.mutableData<To>();
+      for (int64_t i = 0; i < n; ++i)
+        dst[i] = castValue<To>(src[i]);
+    });
+  });
+  return out;
+}

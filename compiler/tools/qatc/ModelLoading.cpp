@@ -1,0 +1,27 @@
+//===- ModelLoading.cpp - load a model for a qatc command -----------------===//
+
+#include "Commands.h"
+#include "qatc/Dialect/Onnx/OnnxOps.h"
+#include "qatc/Frontend/OnnxImporter.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+
+using namespace mlir;
+
+OwningOpRef<ModuleOp> qatc::driver::loadModel(MLIRContext &ctx, StringRef path,
+                                              const ImportCLOptions &cl,
+                                              StringRef command) {
+  ImportOptions options;
+  if (std::string err = cl.get(options); !err.empty()) {
+    llvm::errs() << "qatc " << command << ": " << err << "\n";
+    return nullptr;
+  }
+  if (path.ends_with(".mlir") || path.ends_with(".mlirbc")) {
+    ctx.loadDialect<qatc::onnx::OnnxDialect, func::FuncDialect>();
+    return parseSourceFile<ModuleOp>(path, &ctx);
+  }
+  return importOnnxFile(ctx, path, options);
+}

@@ -1,0 +1,50 @@
+//===- Evaluator.h - the reference evaluator of the onnx dialect -*- C++ -*-===//
+//
+// Evaluates an imported model exactly as its ONNX graph says, Q/DQ included
+// (QuantizeLinear divides in the float type and rounds half to even, as in
+// qdq-rules §2). It is the golden model of qatc's tests and of calibration:
+// clarity first, but convolutions and matrix products use a blocked GEMM so a
+// ResNet-50 image takes about a second.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef QATC_REFERENCE_EVALUATOR_H
+#define QATC_REFERENCE_EVALUATOR_H
+
+#include "qatc/Reference/Tensor.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+
+#include <functional>
+#include <vector>
+
+namespace qatc::ref {
+
+struct EvalOptions {
+  /// Compute every float tensor in float64 instead of float32 (inputs and
+  /// constants are widened, outputs are float64). The difference between the
+  /// two evaluations of one Q/DQ graph is its noise floor.
+  bool fp64 = false;
+  /// Called for every graph input and every op result that names an ONNX
+  /// tensor, in evaluation order.
+  std::function<void(llvm::StringRef name, const Tensor &value)> onTensor;
+};
+
+/// Evaluates the model's `@main_graph` on `inputs` (in the order of the graph
+/// inputs). A wrong number, element type or shape of inputs, or a failing
+/// op, is reported as a diagnostic at the graph input or the op.
+mlir::FailureOr<std::vector<Tensor>>
+evaluate(mlir::ModuleOp module, llvm::ArrayRef<Tensor> inputs,
+         const EvalOptions &options = {});
+
+/// The model's function.
+mlir::func::FuncOp getMainFunction(mlir::ModuleOp module);
+
+/// The ONNX names of the graph inputs / outputs, in order.
+std::vector<std::string> getInputNames(mlir::func::FuncOp func);
+std::vector<std::string> getOutputNames(mlir::func::FuncOp func);
+
+} // namespace qatc::ref
+
+#endif // QATC_REFERENCE_EVALUATOR_H
