@@ -9,3 +9,7 @@ scripts/build.sh
 echo
 echo "== qatc import examples/digits/digits_qdq.onnx"
 build/bin/qatc import examples/digits/digits_qdq.onnx
+echo
+echo "== qatc eval examples/digits/digits_qdq.onnx --input examples/digits/digits_input.npy"
+echo "   (reference evaluation of the Q/DQ graph; the image shows a 7)"
+build/bin/qatc eval examples/digits/digits_qdq.onnx --input examples/digits/digits_input.npy
