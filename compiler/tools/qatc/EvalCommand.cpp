@@ -116,10 +116,18 @@ int qatc::driver::runEval() {
     auto [lhs, rhs] = StringRef(spec).split('=');
     bool named = !rhs.empty() && !llvm::sys::fs::exists(spec);
     StringRef file = named ? rhs : StringRef(spec);
+    // The graph input a positional .npy is for, to name it in errors.
+    while (nextPositional < names.size() && inputs[nextPositional])
+      ++nextPositional;
+    std::string target = named ? lhs.str()
+                         : !file.ends_with(".npz") && nextPositional < names.size()
+                             ? names[nextPositional]
+                             : std::string();
     auto tensors = readTensors(file);
     if (!tensors) {
-      llvm::errs() << "qatc eval: --input " << spec << ": "
-                   << llvm::toString(tensors.takeError()) << "\n";
+      llvm::errs() << "qatc eval: --input " << spec
+                   << (target.empty() || named ? "" : " (for graph input '" + target + "')")
+                   << ": " << llvm::toString(tensors.takeError()) << "\n";
       return 1;
     }
     if (named) {
@@ -151,8 +159,6 @@ int qatc::driver::runEval() {
           return 1;
       }
     } else {
-      while (nextPositional < names.size() && inputs[nextPositional])
-        ++nextPositional;
       if (nextPositional >= names.size()) {
         llvm::errs() << "qatc eval: --input " << spec
                      << ": more inputs than the model's " << names.size() << "\n";
