@@ -23,6 +23,12 @@ static llvm::cl::SubCommand
 
 int main(int argc, char **argv) {
   llvm::InitLLVM y(argc, argv);
+  // libLLVM registers dozens of internal flags at the top level; keep them
+  // out of `qatc --help` (the subcommands list their own options).
+  for (auto &option :
+       llvm::cl::getRegisteredOptions(llvm::cl::SubCommand::getTopLevel()))
+    if (option.first() != "help" && option.first() != "version")
+      option.second->setHiddenFlag(llvm::cl::ReallyHidden);
   llvm::cl::ParseCommandLineOptions(
       argc, argv,
       "qatc: compiler for quantized (Q/DQ) ONNX models\n\n"
