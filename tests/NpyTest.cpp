@@ -1,8 +1,8 @@
 //===- NpyTest.cpp - numpy file I/O and tensor comparison -----------------===//
 
+#include "qatc/Support/Npy.h"
 #include "qatc/Reference/Compare.h"
 #include "qatc/Reference/TensorIO.h"
-#include "qatc/Support/Npy.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
@@ -65,7 +65,8 @@ TEST(Npy, RoundTripsEveryType) {
 TEST(Npy, BadFilesSayWhatIsWrong) {
   EXPECT_EQ(errorOf(parseNpy("hello world", "x.npy")),
             "x.npy: is not a .npy file (no NUMPY magic)");
-  std::string ok = header("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), }");
+  std::string ok =
+      header("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), }");
   EXPECT_EQ(errorOf(parseNpy(ok + std::string(8, '\0'), "t.npy")),
             "t.npy: is truncated: 8 data bytes for 16 needed");
   EXPECT_EQ(errorOf(parseNpy(header("{'descr': '<f4', 'fortran_order': True, "
@@ -84,8 +85,9 @@ TEST(Npy, BadFilesSayWhatIsWrong) {
                              "s.npy"))
                 .find("has a malformed shape"),
             std::string::npos);
-  EXPECT_EQ(errorOf(parseNpy(std::string("\x93NUMPY\x01\x00\xff\x00", 10), "h.npy")),
-            "h.npy: is truncated (header)");
+  EXPECT_EQ(
+      errorOf(parseNpy(std::string("\x93NUMPY\x01\x00\xff\x00", 10), "h.npy")),
+      "h.npy: is truncated (header)");
   EXPECT_NE(errorOf(readNpy("/nonexistent/qatc.npy")).find("cannot be read"),
             std::string::npos);
 }
@@ -137,6 +139,7 @@ TEST(Compare, Metrics) {
   EXPECT_FALSE(dq.ok());
 
   TensorDiff shape = compareTensors("s", ref, Tensor(DType::F32, {8}));
-  EXPECT_NE(shape.problem.find("differs from the reference's"), std::string::npos);
+  EXPECT_NE(shape.problem.find("differs from the reference's"),
+            std::string::npos);
   EXPECT_TRUE(std::isinf(compareTensors("same", ref, ref).sqnrDb));
 }

@@ -15,6 +15,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
 
 using namespace mlir;
@@ -27,8 +28,8 @@ namespace {
 /// Imports an ONNX text model and evaluates it on `inputs`.
 struct TextModel {
   explicit TextModel(const std::string &text) {
-    module = importOnnxBuffer(f.ctx, text, "test.onnxtext", /*isText=*/true, "",
-                              {});
+    module =
+        importOnnxBuffer(f.ctx, text, "test.onnxtext", /*isText=*/true, "", {});
   }
   FailureOr<std::vector<Tensor>> run(ArrayRef<Tensor> inputs,
                                      bool fp64 = false) {
@@ -60,8 +61,8 @@ g (float[8] x) => (int8[8] q, uint8[8] u, float[8] d) <float s = {1.0}, int8 z =
   d = DequantizeLinear(q, s, z)
 })");
   ASSERT_TRUE(m.module) << m.f.diagnostics;
-  auto out = m.run({floats({8}, {2.5f, 3.5f, -2.5f, -3.5f, 0.5f, 1000.f,
-                                 -1000.f, 126.5f})});
+  auto out = m.run(
+      {floats({8}, {2.5f, 3.5f, -2.5f, -3.5f, 0.5f, 1000.f, -1000.f, 126.5f})});
   ASSERT_TRUE(succeeded(out)) << m.f.diagnostics;
   EXPECT_EQ(valuesOf<int8_t>((*out)[0]),
             (std::vector<int8_t>{2, 4, -2, -4, 0, 127, -128, 126}));
@@ -207,8 +208,10 @@ TYPED_TEST(GemmTest, MatchesNaiveLoopsOnOddShapesAndTransposes) {
                 sum += static_cast<double>(at(i, p)) * bt(p, j);
               want[i * n + j] = static_cast<T>(sum);
             }
-          MatView<T> av = ta ? MatView<T>{a.data(), 1, m} : MatView<T>{a.data(), k, 1};
-          MatView<T> bv = tb ? MatView<T>{b.data(), 1, k} : MatView<T>{b.data(), n, 1};
+          MatView<T> av =
+              ta ? MatView<T>{a.data(), 1, m} : MatView<T>{a.data(), k, 1};
+          MatView<T> bv =
+              tb ? MatView<T>{b.data(), 1, k} : MatView<T>{b.data(), n, 1};
           gemm<T>(m, n, k, av, bv, c.data(), n, acc);
           double tol = (sizeof(T) == 4 ? 1e-5 : 1e-12) * (k + 1);
           for (int64_t i = 0; i < m * n; ++i)
@@ -223,9 +226,9 @@ namespace {
 /// A Conv model in ONNX text with the given attributes, on random data,
 /// checked against a direct 2-D convolution.
 void checkConv(int64_t n, int64_t c, int64_t h, int64_t w, int64_t m,
-               int64_t kh, int64_t kw, int64_t group, std::array<int64_t, 2> stride,
-               std::array<int64_t, 4> pads, std::array<int64_t, 2> dil,
-               bool bias) {
+               int64_t kh, int64_t kw, int64_t group,
+               std::array<int64_t, 2> stride, std::array<int64_t, 4> pads,
+               std::array<int64_t, 2> dil, bool bias) {
   int64_t oh = (h + pads[0] + pads[2] - dil[0] * (kh - 1) - 1) / stride[0] + 1;
   int64_t ow = (w + pads[1] + pads[3] - dil[1] * (kw - 1) - 1) / stride[1] + 1;
   int64_t cg = c / group, mg = m / group;
@@ -267,8 +270,8 @@ g (float[{0},{1},{2},{3}] x, float[{4},{5},{6},{7}] wt, float[{4}] b) => (float[
                        wp[((oc * cg + ic) * kh + ky) * kw + kx];
               }
           float got = yp[((bi * m + oc) * oh + y) * ow + xo];
-          ASSERT_NEAR(got, sum, 1e-4) << text << " at " << bi << "," << oc
-                                      << "," << y << "," << xo;
+          ASSERT_NEAR(got, sum, 1e-4)
+              << text << " at " << bi << "," << oc << "," << y << "," << xo;
         }
 }
 
@@ -327,4 +330,23 @@ g (float[2] x) => (float[2] y) {
   };
   ASSERT_TRUE(succeeded(evaluate(*m.module, {floats({2}, {1, -1})}, options)));
   EXPECT_EQ(names, (std::vector<std::string>{"x", "a", "y"}));
+}
+
+TEST(Reference, HalfConversionsRoundHalfToEven) {
+  EXPECT_EQ(doubleToHalf(0.1), 0x2E66);
+  EXPECT_EQ(doubleToHalf(-2.0), 0xC000);
+  EXPECT_EQ(doubleToHalf(65504.0), 0x7BFF);
+  EXPECT_EQ(doubleToHalf(65519.0), 0x7BFF);
+  EXPECT_EQ(doubleToHalf(65520.0), 0x7C00); // the tie goes to even: infinity
+  EXPECT_EQ(doubleToHalf(70000.0), 0x7C00);
+  EXPECT_EQ(doubleToHalf(std::ldexp(1.0, -24)), 0x0001);
+  EXPECT_EQ(doubleToHalf(std::ldexp(1.0, -25)), 0x0000);    // tie -> 0
+  EXPECT_EQ(doubleToHalf(std::ldexp(3.0, -25)), 0x0002);    // tie -> 2
+  EXPECT_EQ(doubleToHalf(std::ldexp(1023.5, -24)), 0x0400); // carry to normal
+  EXPECT_EQ(doubleToHalf(1e-8), 0x0000);
+  EXPECT_EQ(doubleToHalf(1.0 + std::ldexp(1.0, -11)), 0x3C00); // tie -> even
+  EXPECT_EQ(doubleToHalf(1.0 + std::ldexp(3.0, -11)), 0x3C02);
+  EXPECT_TRUE(std::isnan(halfToDouble(doubleToHalf(NAN))));
+  for (uint32_t h = 0; h < 0x7C00; ++h) // every finite half round-trips
+    ASSERT_EQ(doubleToHalf(halfToDouble(static_cast<uint16_t>(h))), h);
 }

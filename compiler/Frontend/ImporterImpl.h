@@ -38,10 +38,11 @@ std::string dataTypeName(int32_t dataType);
 /// larger ones as resource blobs named after `blobName` that take the raw
 /// bytes out of `t` (so a large weight is never held twice). External data
 /// is read relative to `baseDir`. Errors are emitted at `loc`.
-mlir::FailureOr<mlir::ElementsAttr>
-convertTensor(mlir::MLIRContext *ctx, onnxpb::TensorProto &t,
-              llvm::StringRef blobName, llvm::StringRef baseDir,
-              mlir::Location loc);
+mlir::FailureOr<mlir::ElementsAttr> convertTensor(mlir::MLIRContext *ctx,
+                                                  onnxpb::TensorProto &t,
+                                                  llvm::StringRef blobName,
+                                                  llvm::StringRef baseDir,
+                                                  mlir::Location loc);
 
 /// Largest dimension and element count qatc accepts for any tensor; they keep
 /// all size arithmetic far from int64 overflow.

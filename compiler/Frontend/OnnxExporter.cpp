@@ -602,8 +602,9 @@ LogicalResult qatc::exportOnnxText(ModuleOp module, llvm::raw_ostream &os) {
   for (int i = 0; i < model->opset_import_size(); ++i)
     ss << (i ? ", " : "") << "\"" << model->opset_import(i).domain()
        << "\" : " << model->opset_import(i).version();
-  ss << "]\n>\n" << graph.name() << " " << graph.input() << " => "
-     << graph.output() << "\n";
+  ss << "]\n>\n"
+     << graph.name() << " " << graph.input() << " => " << graph.output()
+     << "\n";
   // libonnx 1.12's graph printer leaves out initializers; print them here.
   for (int i = 0; i < graph.initializer_size(); ++i) {
     const onnxpb::TensorProto &t = graph.initializer(i);

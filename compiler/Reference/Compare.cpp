@@ -27,8 +27,7 @@ TensorDiff qatc::ref::compareTensors(llvm::StringRef name, const Tensor &ref,
     return d;
   }
   bool refFloat = isFloat(ref.dtype()), gotFloat = isFloat(got.dtype());
-  if (refFloat != gotFloat ||
-      (!refFloat && ref.dtype() != got.dtype())) {
+  if (refFloat != gotFloat || (!refFloat && ref.dtype() != got.dtype())) {
     d.problem = "type " + dtypeName(got.dtype()).str() +
                 " differs from the reference's " + dtypeName(ref.dtype()).str();
     return d;
@@ -71,7 +70,7 @@ TensorDiff qatc::ref::compareTensors(llvm::StringRef name, const Tensor &ref,
   d.meanAbs = d.count ? sumAbs / d.count : 0;
   d.range = d.count && hi >= lo ? hi - lo : 0;
   d.rangeRel = d.range > 0 ? d.maxAbs / d.range : (d.maxAbs > 0 ? INFINITY : 0);
-  d.cosine = na == 0 && nb == 0 ? 1.0
+  d.cosine = na == 0 && nb == 0   ? 1.0
              : na == 0 || nb == 0 ? 0.0
                                   : dot / std::sqrt(na * nb);
   d.sqnrDb = noise == 0 ? INFINITY : 10 * std::log10(na / noise);
@@ -94,8 +93,8 @@ TensorDiff qatc::ref::compareTensors(llvm::StringRef name, const Tensor &ref,
             "): max abs diff " + fmt("%g", d.maxAbs));
   if (tolerance.maxRangeRel && !(d.rangeRel <= *tolerance.maxRangeRel))
     violate("max abs diff is " + fmt("%.3g", d.rangeRel * 100) +
-            "% of the range, above " + fmt("%.3g", *tolerance.maxRangeRel * 100) +
-            "%");
+            "% of the range, above " +
+            fmt("%.3g", *tolerance.maxRangeRel * 100) + "%");
   if (tolerance.minCosine && !(d.cosine >= *tolerance.minCosine))
     violate("cosine " + fmt("%.6f", d.cosine) + " below " +
             fmt("%.6f", *tolerance.minCosine));
@@ -106,7 +105,8 @@ TensorDiff qatc::ref::compareTensors(llvm::StringRef name, const Tensor &ref,
     violate("differs by up to " + std::to_string(d.maxLsb) + " LSB (limit " +
             std::to_string(*tolerance.maxLsb) + ")");
   if (d.quantized && tolerance.maxLsbFraction && d.count &&
-      static_cast<double>(d.lsbMismatches) / d.count > *tolerance.maxLsbFraction)
+      static_cast<double>(d.lsbMismatches) / d.count >
+          *tolerance.maxLsbFraction)
     violate(fmt("%.4g", 100.0 * d.lsbMismatches / d.count) +
             "% of elements differ (limit " +
             fmt("%.4g", *tolerance.maxLsbFraction * 100) + "%)");

@@ -124,13 +124,14 @@ void convImpl(const Tensor &x, const Tensor &wt, const Tensor *bias,
   int64_t kSize = w.kernelSize(), iSize = w.inSize(), oSize = w.outSize();
   const T *xp = x.data<T>(), *wp = wt.data<T>();
   T *op = out.mutableData<T>();
-  bool pointwise = kSize == 1 &&
-                   llvm::all_of(w.strides, [](int64_t s) { return s == 1; }) &&
-                   llvm::all_of(w.padsBegin, [](int64_t p) { return p == 0; }) &&
-                   w.in == w.out;
+  bool pointwise =
+      kSize == 1 && llvm::all_of(w.strides, [](int64_t s) { return s == 1; }) &&
+      llvm::all_of(w.padsBegin, [](int64_t p) { return p == 0; }) &&
+      w.in == w.out;
   bool depthwise = cg == 1 && mg == 1;
   std::vector<T> col(pointwise || depthwise ? 0 : cg * kSize * oSize);
-  std::vector<int64_t> taps = pointwise ? std::vector<int64_t>() : tapOffsets(w);
+  std::vector<int64_t> taps =
+      pointwise ? std::vector<int64_t>() : tapOffsets(w);
   for (int64_t b = 0; b < n; ++b) {
     for (int64_t g = 0; g < group; ++g) {
       const T *in = xp + (b * cIn + g * cg) * iSize;
@@ -151,8 +152,8 @@ void convImpl(const Tensor &x, const Tensor &wt, const Tensor *bias,
         gemm<T>(mg, oSize, cg, {wg, cg, 1}, {in, oSize, 1}, dst, oSize, false);
       } else {
         im2col(in, cg, iSize, taps, kSize, oSize, col.data());
-        gemm<T>(mg, oSize, cg * kSize, {wg, cg * kSize, 1}, {col.data(), oSize, 1},
-                dst, oSize, false);
+        gemm<T>(mg, oSize, cg * kSize, {wg, cg * kSize, 1},
+                {col.data(), oSize, 1}, dst, oSize, false);
       }
     }
     if (bias) {
@@ -213,8 +214,8 @@ Results qatc::ref::evalConvTranspose(onnx::ConvTransposeOp op,
               int64_t offset = 0;
               bool inside = true;
               for (size_t d = 0; d < nd && inside; ++d) {
-                int64_t pos =
-                    i[d] * w.strides[d] - w.padsBegin[d] + k[d] * w.dilations[d];
+                int64_t pos = i[d] * w.strides[d] - w.padsBegin[d] +
+                              k[d] * w.dilations[d];
                 inside = pos >= 0 && pos < w.out[d];
                 offset += pos * outStrides[d];
               }
@@ -294,8 +295,10 @@ Results qatc::ref::evalMatMul(onnx::MatMulOp op, ArrayRef<Tensor> in,
   SmallVector<int64_t> batch(rank, 1), strideA(rank, 0), strideB(rank, 0);
   auto sa = stridesOf(batchA), sb = stridesOf(batchB);
   for (size_t d = 0; d < rank; ++d) {
-    int64_t da = d < rank - batchA.size() ? 1 : batchA[d - (rank - batchA.size())];
-    int64_t db = d < rank - batchB.size() ? 1 : batchB[d - (rank - batchB.size())];
+    int64_t da =
+        d < rank - batchA.size() ? 1 : batchA[d - (rank - batchA.size())];
+    int64_t db =
+        d < rank - batchB.size() ? 1 : batchB[d - (rank - batchB.size())];
     batch[d] = std::max(da, db);
     if (da != 1)
       strideA[d] = sa[d - (rank - batchA.size())] * m * k;
@@ -348,11 +351,11 @@ Results qatc::ref::evalPool(Operation *op, ArrayRef<Tensor> in,
     pads.assign(2 * kernel.size(), 0);
     dilations.assign(kernel.size(), 1);
   }
-  if (!isFloat(x.dtype()) && !(isMax && (x.dtype() == DType::I8 ||
-                                         x.dtype() == DType::U8)))
+  if (!isFloat(x.dtype()) &&
+      !(isMax && (x.dtype() == DType::I8 || x.dtype() == DType::U8)))
     return notFloat(op);
-  Window w = makeWindow(x.shape(), out.shape(), kernel, strides, pads,
-                        dilations);
+  Window w =
+      makeWindow(x.shape(), out.shape(), kernel, strides, pads, dilations);
   size_t nd = w.in.size();
   auto inStrides = stridesOf(w.in);
   int64_t iSize = w.inSize(), oSize = w.outSize(), kSize = w.kernelSize();
@@ -379,7 +382,8 @@ Results qatc::ref::evalPool(Operation *op, ArrayRef<Tensor> in,
           int64_t offset = 0;
           bool inside = true;
           for (size_t d = 0; d < nd && inside; ++d) {
-            int64_t pos = o[d] * w.strides[d] - w.padsBegin[d] + k[d] * w.dilations[d];
+            int64_t pos =
+                o[d] * w.strides[d] - w.padsBegin[d] + k[d] * w.dilations[d];
             inside = pos >= 0 && pos < w.in[d];
             offset += pos * inStrides[d];
           }

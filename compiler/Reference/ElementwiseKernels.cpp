@@ -21,8 +21,16 @@ using namespace qatc::ref;
 namespace onnx = qatc::onnx;
 
 std::optional<DType> qatc::ref::toDType(Type t, const KernelContext &ctx) {
-  if (t.isF32() || t.isF64() || t.isF16() || t.isBF16())
+  // float32 computes in the context's type (float64 in fp64 mode); float64
+  // always stays float64. float16 is storage only (Cast converts it; kernels
+  // refuse it); bfloat16 is not supported. Neither is ever silently computed
+  // in float32.
+  if (t.isF32())
     return ctx.floatType;
+  if (t.isF64())
+    return DType::F64;
+  if (t.isF16())
+    return DType::F16;
   if (t.isInteger(1))
     return DType::Bool;
   if (auto i = dyn_cast<IntegerType>(t)) {
@@ -71,7 +79,7 @@ template <typename Fn> bool dispatchNumeric(DType type, Fn &&fn) {
 
 Results unsupportedType(Operation *op, const Tensor &t) {
   return op->emitOpError("reference evaluation of ")
-         << dtypeName(t.dtype()) << " tensors is not supported",
+             << dtypeName(t.dtype()) << " tensors is not supported",
          failure();
 }
 
@@ -180,9 +188,11 @@ Results qatc::ref::evalUnary(Operation *op, ArrayRef<Tensor> in,
       .Case([&](onnx::SigmoidOp) {
         floatOnly([](auto v) { return 1 / (1 + std::exp(-v)); });
       })
-      .Case([&](onnx::TanhOp) { floatOnly([](auto v) { return std::tanh(v); }); })
+      .Case(
+          [&](onnx::TanhOp) { floatOnly([](auto v) { return std::tanh(v); }); })
       .Case([&](onnx::ErfOp) { floatOnly([](auto v) { return std::erf(v); }); })
-      .Case([&](onnx::SqrtOp) { floatOnly([](auto v) { return std::sqrt(v); }); })
+      .Case(
+          [&](onnx::SqrtOp) { floatOnly([](auto v) { return std::sqrt(v); }); })
       .Case([&](onnx::ExpOp) { floatOnly([](auto v) { return std::exp(v); }); })
       .Case([&](onnx::LogOp) { floatOnly([](auto v) { return std::log(v); }); })
       .Case([&](onnx::ReciprocalOp) {
@@ -301,8 +311,8 @@ Results qatc::ref::evalBinary(Operation *op, ArrayRef<Tensor> in,
         })
         .Case([&](onnx::PowOp) {
           broadcastApply<T, T>(a, b, out, [](T x, T y) {
-            return static_cast<T>(std::pow(static_cast<double>(x),
-                                           static_cast<double>(y)));
+            return static_cast<T>(
+                std::pow(static_cast<double>(x), static_cast<double>(y)));
           });
         });
   });
@@ -347,7 +357,8 @@ Results qatc::ref::evalSoftmax(onnx::SoftmaxOp op, ArrayRef<Tensor> in,
 }
 
 Results qatc::ref::evalBatchNorm(onnx::BatchNormalizationOp op,
-                                 ArrayRef<Tensor> in, const KernelContext &ctx) {
+                                 ArrayRef<Tensor> in,
+                                 const KernelContext &ctx) {
   const Tensor &x = in[0];
   if (!isFloat(x.dtype()))
     return unsupportedType(op, x);
@@ -356,15 +367,17 @@ Results qatc::ref::evalBatchNorm(onnx::BatchNormalizationOp op,
   Tensor out(x.dtype(), x.shape());
   dispatchFloat(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    const T *src = x.data<T>(), *scale = in[1].data<T>(), *bias = in[2].data<T>(),
-            *mean = in[3].data<T>(), *var = in[4].data<T>();
+    const T *src = x.data<T>(), *scale = in[1].data<T>(),
+            *bias = in[2].data<T>(), *mean = in[3].data<T>(),
+            *var = in[4].data<T>();
     T *dst = out.mutableData<T>();
     for (int64_t ch = 0; ch < c; ++ch) {
       T denom = std::sqrt(var[ch] + static_cast<T>(eps));
       for (int64_t b = 0; b < n; ++b) {
         int64_t base = (b * c + ch) * inner;
         for (int64_t i = 0; i < inner; ++i)
-          dst[base + i] = (src[base + i] - mean[ch]) / denom * scale[ch] + bias[ch];
+          dst[base + i] =
+              (src[base + i] - mean[ch]) / denom * scale[ch] + bias[ch];
       }
     }
   });
@@ -372,7 +385,8 @@ Results qatc::ref::evalBatchNorm(onnx::BatchNormalizationOp op,
 }
 
 Results qatc::ref::evalLayerNorm(onnx::LayerNormalizationOp op,
-                                 ArrayRef<Tensor> in, const KernelContext &ctx) {
+                                 ArrayRef<Tensor> in,
+                                 const KernelContext &ctx) {
   const Tensor &x = in[0];
   if (!isFloat(x.dtype()))
     return unsupportedType(op, x);
@@ -418,8 +432,8 @@ Results qatc::ref::evalLayerNorm(onnx::LayerNormalizationOp op,
       var /= inner;
       double inv = 1.0 / std::sqrt(var + eps);
       for (int64_t i = 0; i < inner; ++i)
-        dst[o * inner + i] = static_cast<T>((row[i] - mean) * inv * s[i] +
-                                            (bp ? bp[i] : T(0)));
+        dst[o * inner + i] =
+            static_cast<T>((row[i] - mean) * inv * s[i] + (bp ? bp[i] : T(0)));
     }
   });
   return one(std::move(out));
@@ -549,7 +563,8 @@ Results qatc::ref::evalQuantize(onnx::QuantizeLinearOp op, ArrayRef<Tensor> in,
 }
 
 Results qatc::ref::evalDequantize(onnx::DequantizeLinearOp op,
-                                  ArrayRef<Tensor> in, const KernelContext &ctx) {
+                                  ArrayRef<Tensor> in,
+                                  const KernelContext &ctx) {
   const Tensor &x = in[0], &scale = in[1];
   std::optional<Tensor> zp;
   if (in.size() > 2)

@@ -49,20 +49,17 @@ std::vector<std::string> qatc::ref::getOutputNames(func::FuncOp func) {
 namespace {
 
 /// The tensor of a constant op, in the evaluation's float type.
-FailureOr<Tensor> constantTensor(onnx::ConstantOp op, const KernelContext &ctx) {
+FailureOr<Tensor> constantTensor(onnx::ConstantOp op,
+                                 const KernelContext &ctx) {
   auto type = cast<RankedTensorType>(op.getType());
   Type elt = type.getElementType();
   auto dtype = toDType(elt, ctx);
   if (!dtype)
-    return op.emitOpError("reference evaluation of ") << elt
-                                                      << " is not supported",
+    return op.emitOpError("reference evaluation of ")
+               << elt << " is not supported",
            failure();
   // The stored element type (float constants are float32/64 in the file).
   DType stored = elt.isF64() ? DType::F64 : elt.isF32() ? DType::F32 : *dtype;
-  if (isa<FloatType>(elt) && !elt.isF32() && !elt.isF64())
-    return op.emitOpError("reference evaluation of ")
-               << elt << " constants is not supported",
-           failure();
   Tensor t;
   Attribute value = op.getValue();
   if (auto res = dyn_cast<DenseResourceElementsAttr>(value)) {
@@ -92,9 +89,9 @@ FailureOr<Tensor> constantTensor(onnx::ConstantOp op, const KernelContext &ctx) 
 
 } // namespace
 
-FailureOr<std::vector<Tensor>>
-qatc::ref::evaluate(ModuleOp module, ArrayRef<Tensor> inputs,
-                    const EvalOptions &options) {
+FailureOr<std::vector<Tensor>> qatc::ref::evaluate(ModuleOp module,
+                                                   ArrayRef<Tensor> inputs,
+                                                   const EvalOptions &options) {
   func::FuncOp func = getMainFunction(module);
   if (!func)
     return module.emitError("the module has no function to evaluate"),
@@ -106,9 +103,32 @@ qatc::ref::evaluate(ModuleOp module, ArrayRef<Tensor> inputs,
   std::vector<std::string> inNames = getInputNames(func);
   if (inputs.size() != func.getNumArguments())
     return emitError(func.getLoc())
-               << "the model has " << func.getNumArguments()
-               << " inputs but " << inputs.size() << " were given",
+               << "the model has " << func.getNumArguments() << " inputs but "
+               << inputs.size() << " were given",
            failure();
+
+  // Every tensor type must be one the evaluator computes with.
+  for (BlockArgument arg : func.getArguments()) {
+    Type elt = getElementTypeOrSelf(arg.getType());
+    if (!toDType(elt, ctx))
+      return emitError(arg.getLoc())
+                 << "the reference evaluator does not support " << elt
+                 << " tensors",
+             failure();
+  }
+  WalkResult typesOk = func.walk([&](Operation *op) {
+    for (Value r : op->getResults()) {
+      Type elt = getElementTypeOrSelf(r.getType());
+      if (!toDType(elt, ctx)) {
+        op->emitError("the reference evaluator does not support ")
+            << elt << " tensors";
+        return WalkResult::interrupt();
+      }
+    }
+    return WalkResult::advance();
+  });
+  if (typesOk.wasInterrupted())
+    return failure();
 
   DenseMap<Value, Tensor> values;
   DenseMap<Value, unsigned> usesLeft;
@@ -153,71 +173,87 @@ qatc::ref::evaluate(ModuleOp module, ArrayRef<Tensor> inputs,
     SmallVector<Tensor, 4> in;
     for (Value v : op->getOperands())
       in.push_back(values.lookup(v));
-    Results results = llvm::TypeSwitch<Operation *, Results>(op)
-        .Case([&](onnx::ConstantOp c) -> Results {
-          auto t = constantTensor(c, ctx);
-          if (failed(t))
-            return failure();
-          return one(*t);
-        })
-        .Case<onnx::ReluOp, onnx::SigmoidOp, onnx::TanhOp, onnx::ErfOp,
-              onnx::SqrtOp, onnx::ExpOp, onnx::LogOp, onnx::NegOp, onnx::AbsOp,
-              onnx::ReciprocalOp, onnx::HardSwishOp, onnx::LeakyReluOp,
-              onnx::HardSigmoidOp, onnx::ClipOp, onnx::IdentityOp>(
-            [&](Operation *o) { return evalUnary(o, in, ctx); })
-        .Case<onnx::AddOp, onnx::SubOp, onnx::MulOp, onnx::DivOp, onnx::PowOp>(
-            [&](Operation *o) { return evalBinary(o, in, ctx); })
-        .Case<onnx::MaxPoolOp, onnx::AveragePoolOp, onnx::GlobalAveragePoolOp,
-              onnx::GlobalMaxPoolOp>(
-            [&](Operation *o) { return evalPool(o, in, ctx); })
-        .Case<onnx::ReshapeOp, onnx::FlattenOp, onnx::SqueezeOp,
-              onnx::UnsqueezeOp>([&](Operation *o) {
-          // Row-major data is unchanged; only the shape differs.
-          return one(in[0].reshaped(resultShape(o)));
-        })
-        .Case([&](onnx::ShapeOp s) {
-          Tensor t(DType::I64, resultShape(s));
-          ArrayRef<int64_t> shape = in[0].shape();
-          int64_t start = static_cast<int64_t>(s.getStart());
-          if (start < 0)
-            start += shape.size();
-          start = std::clamp<int64_t>(start, 0, shape.size());
-          for (int64_t i = 0; i < t.numElements(); ++i)
-            t.mutableData<int64_t>()[i] = shape[start + i];
-          return one(std::move(t));
-        })
-        .Case([&](onnx::CastOp c) -> Results {
-          auto to = toDType(getElementTypeOrSelf(c.getType()), ctx);
-          if (!to)
-            return c.emitOpError("cast to an unsupported type"), failure();
-          return one(castTensor(in[0], *to));
-        })
-        .Case([&](onnx::QuantizeLinearOp q) { return evalQuantize(q, in, ctx); })
-        .Case([&](onnx::DequantizeLinearOp q) {
-          return evalDequantize(q, in, ctx);
-        })
-        .Case([&](onnx::ConvOp o) { return evalConv(o, in, ctx); })
-        .Case([&](onnx::ConvTransposeOp o) { return evalConvTranspose(o, in, ctx); })
-        .Case([&](onnx::GemmOp o) { return evalGemm(o, in, ctx); })
-        .Case([&](onnx::MatMulOp o) { return evalMatMul(o, in, ctx); })
-        .Case([&](onnx::BatchNormalizationOp o) { return evalBatchNorm(o, in, ctx); })
-        .Case([&](onnx::LayerNormalizationOp o) { return evalLayerNorm(o, in, ctx); })
-        .Case([&](onnx::SoftmaxOp o) { return evalSoftmax(o, in, ctx); })
-        .Case([&](onnx::ReduceMeanOp o) { return evalReduceMean(o, in, ctx); })
-        .Case([&](onnx::ConcatOp o) { return evalConcat(o, in, ctx); })
-        .Case([&](onnx::SplitOp o) { return evalSplit(o, in, ctx); })
-        .Case([&](onnx::SliceOp o) { return evalSlice(o, in, ctx); })
-        .Case([&](onnx::TransposeOp o) { return evalTranspose(o, in, ctx); })
-        .Case([&](onnx::GatherOp o) { return evalGather(o, in, ctx); })
-        .Case([&](onnx::PadOp o) { return evalPad(o, in, ctx); })
-        .Case([&](onnx::ResizeOp o) { return evalResize(o, in, ctx); })
-        .Default([&](Operation *o) -> Results {
-          if (auto u = dyn_cast<onnx::UnsupportedOp>(o))
-            return o->emitError("operator ")
-                       << u.getOpType() << " cannot be evaluated (unsupported)",
-                   failure();
-          return o->emitOpError("has no reference implementation"), failure();
-        });
+    Results results =
+        llvm::TypeSwitch<Operation *, Results>(op)
+            .Case([&](onnx::ConstantOp c) -> Results {
+              auto t = constantTensor(c, ctx);
+              if (failed(t))
+                return failure();
+              return one(*t);
+            })
+            .Case<onnx::ReluOp, onnx::SigmoidOp, onnx::TanhOp, onnx::ErfOp,
+                  onnx::SqrtOp, onnx::ExpOp, onnx::LogOp, onnx::NegOp,
+                  onnx::AbsOp, onnx::ReciprocalOp, onnx::HardSwishOp,
+                  onnx::LeakyReluOp, onnx::HardSigmoidOp, onnx::ClipOp,
+                  onnx::IdentityOp>(
+                [&](Operation *o) { return evalUnary(o, in, ctx); })
+            .Case<onnx::AddOp, onnx::SubOp, onnx::MulOp, onnx::DivOp,
+                  onnx::PowOp>(
+                [&](Operation *o) { return evalBinary(o, in, ctx); })
+            .Case<onnx::MaxPoolOp, onnx::AveragePoolOp,
+                  onnx::GlobalAveragePoolOp, onnx::GlobalMaxPoolOp>(
+                [&](Operation *o) { return evalPool(o, in, ctx); })
+            .Case<onnx::ReshapeOp, onnx::FlattenOp, onnx::SqueezeOp,
+                  onnx::UnsqueezeOp>([&](Operation *o) {
+              // Row-major data is unchanged; only the shape differs.
+              return one(in[0].reshaped(resultShape(o)));
+            })
+            .Case([&](onnx::ShapeOp s) {
+              Tensor t(DType::I64, resultShape(s));
+              ArrayRef<int64_t> shape = in[0].shape();
+              int64_t start = static_cast<int64_t>(s.getStart());
+              if (start < 0)
+                start += shape.size();
+              start = std::clamp<int64_t>(start, 0, shape.size());
+              for (int64_t i = 0; i < t.numElements(); ++i)
+                t.mutableData<int64_t>()[i] = shape[start + i];
+              return one(std::move(t));
+            })
+            .Case([&](onnx::CastOp c) -> Results {
+              auto to = toDType(getElementTypeOrSelf(c.getType()), ctx);
+              if (!to)
+                return c.emitOpError("cast to an unsupported type"), failure();
+              return one(castTensor(in[0], *to));
+            })
+            .Case([&](onnx::QuantizeLinearOp q) {
+              return evalQuantize(q, in, ctx);
+            })
+            .Case([&](onnx::DequantizeLinearOp q) {
+              return evalDequantize(q, in, ctx);
+            })
+            .Case([&](onnx::ConvOp o) { return evalConv(o, in, ctx); })
+            .Case([&](onnx::ConvTransposeOp o) {
+              return evalConvTranspose(o, in, ctx);
+            })
+            .Case([&](onnx::GemmOp o) { return evalGemm(o, in, ctx); })
+            .Case([&](onnx::MatMulOp o) { return evalMatMul(o, in, ctx); })
+            .Case([&](onnx::BatchNormalizationOp o) {
+              return evalBatchNorm(o, in, ctx);
+            })
+            .Case([&](onnx::LayerNormalizationOp o) {
+              return evalLayerNorm(o, in, ctx);
+            })
+            .Case([&](onnx::SoftmaxOp o) { return evalSoftmax(o, in, ctx); })
+            .Case([&](onnx::ReduceMeanOp o) {
+              return evalReduceMean(o, in, ctx);
+            })
+            .Case([&](onnx::ConcatOp o) { return evalConcat(o, in, ctx); })
+            .Case([&](onnx::SplitOp o) { return evalSplit(o, in, ctx); })
+            .Case([&](onnx::SliceOp o) { return evalSlice(o, in, ctx); })
+            .Case(
+                [&](onnx::TransposeOp o) { return evalTranspose(o, in, ctx); })
+            .Case([&](onnx::GatherOp o) { return evalGather(o, in, ctx); })
+            .Case([&](onnx::PadOp o) { return evalPad(o, in, ctx); })
+            .Case([&](onnx::ResizeOp o) { return evalResize(o, in, ctx); })
+            .Default([&](Operation *o) -> Results {
+              if (auto u = dyn_cast<onnx::UnsupportedOp>(o))
+                return o->emitError("operator ")
+                           << u.getOpType()
+                           << " cannot be evaluated (unsupported)",
+                       failure();
+              return o->emitOpError("has no reference implementation"),
+                     failure();
+            });
     if (failed(results))
       return failure();
     auto names = op->getAttrOfType<ArrayAttr>(qatc::kOutputNamesAttr);

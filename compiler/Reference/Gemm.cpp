@@ -37,8 +37,8 @@ microKernelBody(int64_t kc, const T *__restrict a, const T *__restrict b,
   typedef T V __attribute__((vector_size(32)));
   constexpr int64_t kLanes = 32 / sizeof(T);
   static_assert(kMR == 6, "the kernel body is written for 6 rows");
-  V c00{}, c01{}, c10{}, c11{}, c20{}, c21{}, c30{}, c31{}, c40{}, c41{},
-      c50{}, c51{};
+  V c00{}, c01{}, c10{}, c11{}, c20{}, c21{}, c30{}, c31{}, c40{}, c41{}, c50{},
+      c51{};
   for (int64_t p = 0; p < kc; ++p) {
     V b0, b1;
     std::memcpy(&b0, b + p * 2 * kLanes, sizeof(V));
@@ -70,7 +70,8 @@ microKernelBody(int64_t kc, const T *__restrict a, const T *__restrict b,
 /// A 64-byte aligned scratch buffer.
 template <typename T> struct Buffer {
   explicit Buffer(size_t n)
-      : p(static_cast<T *>(std::aligned_alloc(64, (n * sizeof(T) + 63) / 64 * 64))) {}
+      : p(static_cast<T *>(
+            std::aligned_alloc(64, (n * sizeof(T) + 63) / 64 * 64))) {}
   ~Buffer() { std::free(p); }
   Buffer(const Buffer &) = delete;
   Buffer &operator=(const Buffer &) = delete;
@@ -124,7 +125,8 @@ gemmBody(int64_t m, int64_t n, int64_t k, MatView<T> a, MatView<T> b, T *c,
           T *dst = packA.p + ir * kc;
           int64_t h = std::min(kMR, mc - ir);
           for (int64_t p = 0; p < kc; ++p) {
-            const T *src = a.p + (ic + ir) * a.rowStride + (pc + p) * a.colStride;
+            const T *src =
+                a.p + (ic + ir) * a.rowStride + (pc + p) * a.colStride;
             for (int64_t i = 0; i < h; ++i)
               dst[p * kMR + i] = src[i * a.rowStride];
             for (int64_t i = h; i < kMR; ++i)

@@ -89,8 +89,10 @@ inline Results one(Tensor t) {
 }
 
 /// The static shape of result `i` of `op`.
-inline llvm::ArrayRef<int64_t> resultShape(mlir::Operation *op, unsigned i = 0) {
-  return mlir::cast<mlir::RankedTensorType>(op->getResult(i).getType()).getShape();
+inline llvm::ArrayRef<int64_t> resultShape(mlir::Operation *op,
+                                           unsigned i = 0) {
+  return mlir::cast<mlir::RankedTensorType>(op->getResult(i).getType())
+      .getShape();
 }
 
 } // namespace qatc::ref

@@ -134,9 +134,8 @@ Results qatc::ref::evalGather(onnx::GatherOp op, ArrayRef<Tensor> in,
   char *dst = out.mutableData<char>();
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t j = 0; j < count; ++j) {
-      int64_t idx = indices.dtype() == DType::I64
-                        ? indices.data<int64_t>()[j]
-                        : indices.data<int32_t>()[j];
+      int64_t idx = indices.dtype() == DType::I64 ? indices.data<int64_t>()[j]
+                                                  : indices.data<int32_t>()[j];
       if (idx < -dim || idx >= dim)
         return op.emitOpError("index ") << idx << " is out of range for axis "
                                         << axis << " of size " << dim,
@@ -251,9 +250,12 @@ Taps computeTaps(onnx::ResizeOp op, int64_t inLen, int64_t outLen,
   double a = op.getCubicCoeffA().convertToDouble();
   bool exclude = op.getExcludeOutside() != 0;
   taps.perOutput = mode == "nearest" ? 1 : mode == "linear" ? 2 : 4;
-  auto clampIndex = [&](int64_t i) { return std::clamp<int64_t>(i, 0, inLen - 1); };
+  auto clampIndex = [&](int64_t i) {
+    return std::clamp<int64_t>(i, 0, inLen - 1);
+  };
   for (int64_t j = 0; j < outLen; ++j) {
-    double x = sourceCoordinate(coord, static_cast<double>(j), scale, inLen, outLen);
+    double x =
+        sourceCoordinate(coord, static_cast<double>(j), scale, inLen, outLen);
     if (mode == "nearest") {
       taps.index.push_back(clampIndex(nearestIndex(op.getNearestMode(), x)));
       taps.weight.push_back(1.0);
@@ -314,7 +316,8 @@ Results qatc::ref::evalResize(onnx::ResizeOp op, ArrayRef<Tensor> in,
     if (nearest) {
       for (int64_t o = 0; o < outer; ++o)
         for (int64_t j = 0; j < outLen; ++j)
-          std::memcpy(next.mutableData<char>() + ((o * outLen + j) * inner) * elt,
+          std::memcpy(next.mutableData<char>() +
+                          ((o * outLen + j) * inner) * elt,
                       cur.bytes() + ((o * inLen + taps.index[j]) * inner) * elt,
                       inner * elt);
     } else {
@@ -328,7 +331,9 @@ Results qatc::ref::evalResize(onnx::ResizeOp op, ArrayRef<Tensor> in,
               double acc = 0;
               for (int64_t k = 0; k < taps.perOutput; ++k)
                 acc += taps.weight[j * taps.perOutput + k] *
-                       src[(o * inLen + taps.index[j * taps.perOutput + k]) * inner + i];
+                       src[(o * inLen + taps.index[j * taps.perOutput + k]) *
+                               inner +
+                           i];
               dst[(o * outLen + j) * inner + i] = static_cast<T>(acc);
             }
       });

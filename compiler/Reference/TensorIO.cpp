@@ -21,7 +21,7 @@ static DType toDType(NpyType t) {
   case NpyType::F64:
     return DType::F64;
   case NpyType::F16:
-    return DType::F32; // widened on read
+    return DType::F16;
   case NpyType::I8:
     return DType::I8;
   case NpyType::U8:
@@ -50,6 +50,8 @@ static NpyType toNpyType(DType t) {
     return NpyType::F32;
   case DType::F64:
     return NpyType::F64;
+  case DType::F16:
+    return NpyType::F16;
   case DType::I8:
     return NpyType::I8;
   case DType::U8:
@@ -72,40 +74,9 @@ static NpyType toNpyType(DType t) {
   return NpyType::F32;
 }
 
-/// IEEE half to float (numpy float16 inputs).
-static float halfToFloat(uint16_t h) {
-  uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
-  uint32_t bits;
-  if (exp == 0) {
-    if (mant == 0) {
-      bits = sign;
-    } else {
-      exp = 127 - 15 + 1;
-      while (!(mant & 0x400)) {
-        mant <<= 1;
-        --exp;
-      }
-      bits = sign | (exp << 23) | ((mant & 0x3ff) << 13);
-    }
-  } else if (exp == 31) {
-    bits = sign | 0x7f800000u | (mant << 13);
-  } else {
-    bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
-  }
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-
 Tensor qatc::ref::fromNpy(const NpyArray &array) {
   Tensor t(toDType(array.type), array.shape);
-  if (array.type == NpyType::F16) {
-    const auto *src = reinterpret_cast<const uint16_t *>(array.data.data());
-    for (int64_t i = 0, n = t.numElements(); i < n; ++i)
-      t.mutableData<float>()[i] = halfToFloat(src[i]);
-  } else {
-    std::memcpy(t.mutableData<char>(), array.data.data(), array.data.size());
-  }
+  std::memcpy(t.mutableData<char>(), array.data.data(), array.data.size());
   return t;
 }
 
@@ -141,8 +112,8 @@ llvm::Expected<NamedTensors> qatc::ref::readTensors(llvm::StringRef path) {
       }
     } else {
       std::error_code ec;
-      for (llvm::sys::fs::directory_iterator it(path, ec), end; it != end && !ec;
-           it.increment(ec)) {
+      for (llvm::sys::fs::directory_iterator it(path, ec), end;
+           it != end && !ec; it.increment(ec)) {
         llvm::StringRef file = llvm::sys::path::filename(it->path());
         if (file.ends_with(".npy"))
           files.emplace_back(file.str(), file.drop_back(4).str());
@@ -203,8 +174,8 @@ llvm::Error TensorDumper::add(llvm::StringRef name, const Tensor &tensor) {
   std::string base = safeFileName(name);
   std::string file = base + ".npy";
   // Distinct names can map to the same safe name ("a/b" and "a_b").
-  for (int i = 1; llvm::any_of(entries, [&](auto &e) { return e.first == file; });
-       ++i)
+  for (int i = 1;
+       llvm::any_of(entries, [&](auto &e) { return e.first == file; }); ++i)
     file = base + "_" + std::to_string(i) + ".npy";
   llvm::SmallString<256> path(dir);
   llvm::sys::path::append(path, file);

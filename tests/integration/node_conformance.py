@@ -85,28 +85,14 @@ def plan(args, supported, refused):
     return tests, jobs
 
 
-def compare(name, expected, got, declared, notes, strict_double):
+def compare(name, expected, got, declared, notes):
     """Returns None if `got` matches `expected` like the ONNX backend test, else why not.
 
-    The one dtype difference accepted: the evaluator computes every float type
-    in its evaluation type (float32 unless --fp64; see KernelContext in
-    compiler/Reference/Kernels.h), so an output the model declares DOUBLE comes
-    back as float32. That is by design, so the values are compared (at float32
-    precision, same tolerance) and the case is listed in `notes`;
-    --strict-double makes it a failure. Any other dtype difference fails.
+    Element types must match exactly (float64 outputs are computed in float64).
     """
     if expected.dtype != got.dtype:
-        if (expected.dtype == np.float64 and got.dtype == np.float32
-                and declared == "double" and not strict_double):
-            notes.append(f"output '{name}' is declared double; the evaluator returned float32")
-            expected = expected.astype(np.float32)
-        else:
-            hint = ""
-            if expected.dtype == np.float64 and got.dtype == np.float32:
-                hint = (" (the model declares the output as double; the evaluator computes "
-                        "float64 tensors in float32)" if declared == "double" else
-                        f" (the model declares the output as {declared})")
-            return f"output '{name}': dtype {got.dtype}, expected {expected.dtype}{hint}"
+        return (f"output '{name}': dtype {got.dtype}, expected {expected.dtype} "
+                f"(declared {declared})")
     if expected.shape != got.shape:
         return f"output '{name}': shape {list(got.shape)}, expected {list(expected.shape)}"
     try:
@@ -122,7 +108,7 @@ def compare(name, expected, got, declared, notes, strict_double):
     return None
 
 
-def run_test(qatc, work, job, strict_double=False):
+def run_test(qatc, work, job):
     """Evaluates one test; returns (name, None if it passed else the reason, notes)."""
     name = job["name"]
     notes = []
@@ -155,7 +141,7 @@ def run_test(qatc, work, job, strict_double=False):
             problems.append(f"output '{out_name}' missing from qatc's outputs "
                             f"({', '.join(sorted(got)) or 'none'})")
             continue
-        why = compare(out_name, read_pb(pb), got[out_name], declared, notes, strict_double)
+        why = compare(out_name, read_pb(pb), got[out_name], declared, notes)
         if why:
             problems.append(why)
     return name, "; ".join(problems) if problems else None, notes
@@ -171,8 +157,6 @@ def main():
     ap.add_argument("--work", required=True)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--only", action="append", default=[], help="run only these tests")
-    ap.add_argument("--strict-double", action="store_true",
-                    help="fail double-typed outputs that come back as float32 (by design they do)")
     ap.add_argument("-v", "--verbose", action="store_true",
                     help="also print why each skipped test fails")
     args = ap.parse_args()
@@ -204,7 +188,7 @@ def main():
     passed, failed, skipped_ok, skip_notes, dtype_notes = [], [], [], [], []
     with concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as pool:
         for name, why, notes in pool.map(
-                lambda j: run_test(args.qatc, args.work, j, args.strict_double), jobs):
+                lambda j: run_test(args.qatc, args.work, j), jobs):
             if why is None and notes:
                 dtype_notes += [f"{name}: {n}" for n in notes]
             if why is None and name in skipped:

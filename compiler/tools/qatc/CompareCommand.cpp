@@ -27,17 +27,19 @@ cl::SubCommand qatc::driver::compareCommand(
 
 namespace {
 cl::opt<std::string> refPath(cl::Positional, cl::desc("<reference>"),
-                             cl::Required, cl::sub(qatc::driver::compareCommand));
+                             cl::Required,
+                             cl::sub(qatc::driver::compareCommand));
 cl::opt<std::string> gotPath(cl::Positional, cl::desc("<compared>"),
-                             cl::Required, cl::sub(qatc::driver::compareCommand));
+                             cl::Required,
+                             cl::sub(qatc::driver::compareCommand));
 cl::opt<double> absTol("atol", cl::desc("allclose absolute tolerance"),
-                     cl::sub(qatc::driver::compareCommand));
+                       cl::sub(qatc::driver::compareCommand));
 cl::opt<double> relTol("rtol", cl::desc("allclose relative tolerance"),
-                     cl::sub(qatc::driver::compareCommand));
-cl::opt<double> maxRangeRel(
-    "max-range-rel",
-    cl::desc("Largest max-abs-diff / (max - min of the reference)"),
-    cl::sub(qatc::driver::compareCommand));
+                       cl::sub(qatc::driver::compareCommand));
+cl::opt<double>
+    maxRangeRel("max-range-rel",
+                cl::desc("Largest max-abs-diff / (max - min of the reference)"),
+                cl::sub(qatc::driver::compareCommand));
 cl::opt<double> minCosine("min-cosine", cl::desc("Smallest cosine similarity"),
                           cl::sub(qatc::driver::compareCommand));
 cl::opt<double> minSqnr("min-sqnr", cl::desc("Smallest SQNR in dB"),
@@ -89,7 +91,8 @@ int qatc::driver::runCompare() {
   tol.top1 = top1;
 
   // Two single .npy files compare with each other whatever their names.
-  if (ref->size() == 1 && got->size() == 1 && llvm::StringRef(refPath).ends_with(".npy") &&
+  if (ref->size() == 1 && got->size() == 1 &&
+      llvm::StringRef(refPath).ends_with(".npy") &&
       llvm::StringRef(gotPath).ends_with(".npy"))
     got->front().first = ref->front().first;
 

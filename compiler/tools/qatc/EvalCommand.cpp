@@ -25,12 +25,14 @@ using namespace qatc;
 using namespace qatc::ref;
 namespace cl = llvm::cl;
 
-cl::SubCommand qatc::driver::evalCommand(
-    "eval", "Evaluate a model with the reference evaluator");
+cl::SubCommand
+    qatc::driver::evalCommand("eval",
+                              "Evaluate a model with the reference evaluator");
 
 namespace {
 cl::opt<std::string> modelPath(cl::Positional, cl::desc("<model.onnx|.mlir>"),
-                               cl::Required, cl::sub(qatc::driver::evalCommand));
+                               cl::Required,
+                               cl::sub(qatc::driver::evalCommand));
 cl::list<std::string> inputSpecs(
     "input",
     cl::desc("Input data: file.npy (graph inputs in order), name=file.npy, or "
@@ -83,8 +85,10 @@ int qatc::driver::runEval() {
   DialectRegistry registry;
   registerImportDialects(registry);
   MLIRContext ctx(registry);
+  ctx.printOpOnDiagnostic(false);
   OnnxDiagnosticHandler handler(&ctx, llvm::errs());
-  OwningOpRef<ModuleOp> module = loadModel(ctx, modelPath, importOptions, "eval");
+  OwningOpRef<ModuleOp> module =
+      loadModel(ctx, modelPath, importOptions, "eval");
   if (!module)
     return 1;
   func::FuncOp func = getMainFunction(*module);
@@ -119,14 +123,17 @@ int qatc::driver::runEval() {
     // The graph input a positional .npy is for, to name it in errors.
     while (nextPositional < names.size() && inputs[nextPositional])
       ++nextPositional;
-    std::string target = named ? lhs.str()
-                         : !file.ends_with(".npz") && nextPositional < names.size()
-                             ? names[nextPositional]
-                             : std::string();
+    std::string target =
+        named ? lhs.str()
+        : !file.ends_with(".npz") && nextPositional < names.size()
+            ? names[nextPositional]
+            : std::string();
     auto tensors = readTensors(file);
     if (!tensors) {
       llvm::errs() << "qatc eval: --input " << spec
-                   << (target.empty() || named ? "" : " (for graph input '" + target + "')")
+                   << (target.empty() || named
+                           ? ""
+                           : " (for graph input '" + target + "')")
                    << ": " << llvm::toString(tensors.takeError()) << "\n";
       return 1;
     }
@@ -134,14 +141,13 @@ int qatc::driver::runEval() {
       int i = indexOf(lhs);
       if (i < 0) {
         llvm::errs() << "qatc eval: --input " << spec << ": the model has no "
-                     << "graph input '" << lhs << "' (inputs: "
-                     << llvm::join(names, ", ") << ")\n";
+                     << "graph input '" << lhs
+                     << "' (inputs: " << llvm::join(names, ", ") << ")\n";
         return 1;
       }
       if (tensors->size() != 1) {
-        llvm::errs() << "qatc eval: --input " << spec
-                     << ": the file holds " << tensors->size()
-                     << " arrays; give one .npy per input\n";
+        llvm::errs() << "qatc eval: --input " << spec << ": the file holds "
+                     << tensors->size() << " arrays; give one .npy per input\n";
         return 1;
       }
       if (!bind(i, tensors->front().second, spec))
@@ -161,7 +167,8 @@ int qatc::driver::runEval() {
     } else {
       if (nextPositional >= names.size()) {
         llvm::errs() << "qatc eval: --input " << spec
-                     << ": more inputs than the model's " << names.size() << "\n";
+                     << ": more inputs than the model's " << names.size()
+                     << "\n";
         return 1;
       }
       bind(nextPositional++, tensors->front().second, spec);
@@ -198,9 +205,9 @@ int qatc::driver::runEval() {
     };
   auto start = std::chrono::steady_clock::now();
   auto outputs = evaluate(*module, given, options);
-  double seconds = std::chrono::duration<double>(
-                       std::chrono::steady_clock::now() - start)
-                       .count();
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   if (failed(outputs))
     return 1;
   if (dumper) {

@@ -55,6 +55,7 @@ int qatc::driver::runImport() {
   DialectRegistry registry;
   registerImportDialects(registry);
   MLIRContext ctx(registry);
+  ctx.printOpOnDiagnostic(false);
   OnnxDiagnosticHandler handler(&ctx, llvm::errs());
   OwningOpRef<ModuleOp> module = importOnnxFile(ctx, inputPath, options);
   if (!module)

@@ -1,4 +1,5 @@
-//===- Evaluator.h - the reference evaluator of the onnx dialect -*- C++ -*-===//
+//===- Evaluator.h - the reference evaluator of the onnx dialect -*- C++
+//-*-===//
 //
 // Evaluates an imported model exactly as its ONNX graph says, Q/DQ included
 // (QuantizeLinear divides in the float type and rounds half to even, as in
@@ -34,9 +35,9 @@ struct EvalOptions {
 /// Evaluates the model's `@main_graph` on `inputs` (in the order of the graph
 /// inputs). A wrong number, element type or shape of inputs, or a failing
 /// op, is reported as a diagnostic at the graph input or the op.
-mlir::FailureOr<std::vector<Tensor>>
-evaluate(mlir::ModuleOp module, llvm::ArrayRef<Tensor> inputs,
-         const EvalOptions &options = {});
+mlir::FailureOr<std::vector<Tensor>> evaluate(mlir::ModuleOp module,
+                                              llvm::ArrayRef<Tensor> inputs,
+                                              const EvalOptions &options = {});
 
 /// The model's function.
 mlir::func::FuncOp getMainFunction(mlir::ModuleOp module);

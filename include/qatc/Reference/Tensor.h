@@ -19,8 +19,9 @@
 
 namespace qatc::ref {
 
-/// Element types the evaluator computes with.
-enum class DType { F32, F64, I8, U8, I16, U16, I32, U32, I64, U64, Bool };
+/// Element types the evaluator computes with. F16 is storage only: Cast
+/// converts to and from it (rounding half to even); no kernel computes in it.
+enum class DType { F32, F64, F16, I8, U8, I16, U16, I32, U32, I64, U64, Bool };
 
 /// Bytes per element.
 size_t dtypeSize(DType type);
@@ -69,6 +70,11 @@ private:
 
 /// Row-major strides of `shape` in elements.
 llvm::SmallVector<int64_t, 6> stridesOf(llvm::ArrayRef<int64_t> shape);
+
+/// IEEE binary16 conversions: exact widening, and narrowing with
+/// round-half-to-even (overflow to infinity, underflow to subnormals/zero).
+double halfToDouble(uint16_t h);
+uint16_t doubleToHalf(double d);
 
 /// Converts every element to `to` with ONNX Cast semantics (float to integer
 /// truncates toward zero, to bool is `!= 0`).
