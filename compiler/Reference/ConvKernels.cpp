@@ -357,8 +357,8 @@ Results qatc::ref::evalPool(Operation *op, ArrayRef<Tensor> in,
   Window w =
       makeWindow(x.shape(), out.shape(), kernel, strides, pads, dilations);
   size_t nd = w.in.size();
-  auto inStrides = stridesOf(w.in);
   int64_t iSize = w.inSize(), oSize = w.outSize(), kSize = w.kernelSize();
+  std::vector<int64_t> taps = tapOffsets(w);
   auto run = [&](auto tag) {
     using T = decltype(tag);
     const T *src = x.data<T>();
@@ -377,17 +377,9 @@ Results qatc::ref::evalPool(Operation *op, ArrayRef<Tensor> in,
                                  w.in[d] + pads[d + nd]);
           padded *= (end - start + w.dilations[d] - 1) / w.dilations[d];
         }
-        SmallVector<int64_t> k(nd, 0);
-        for (int64_t kk = 0; kk < kSize; ++kk, next(k, w.kernel)) {
-          int64_t offset = 0;
-          bool inside = true;
-          for (size_t d = 0; d < nd && inside; ++d) {
-            int64_t pos =
-                o[d] * w.strides[d] - w.padsBegin[d] + k[d] * w.dilations[d];
-            inside = pos >= 0 && pos < w.in[d];
-            offset += pos * inStrides[d];
-          }
-          if (!inside)
+        for (int64_t kk = 0; kk < kSize; ++kk) {
+          int64_t offset = taps[kk * oSize + oo];
+          if (offset < 0)
             continue;
           ++valid;
           double v = in[offset];

@@ -76,7 +76,8 @@ static NpyType toNpyType(DType t) {
 
 Tensor qatc::ref::fromNpy(const NpyArray &array) {
   Tensor t(toDType(array.type), array.shape);
-  std::memcpy(t.mutableData<char>(), array.data.data(), array.data.size());
+  if (!array.data.empty()) // an empty vector's data() may be null
+    std::memcpy(t.mutableData<char>(), array.data.data(), array.data.size());
   return t;
 }
 
