@@ -67,6 +67,22 @@ microKernelBody(int64_t kc, const T *__restrict a, const T *__restrict b,
   }
 }
 
+/// Packs `depth` steps of a panel `width` lines wide into dst[step][panel],
+/// zero-padding the panel to `panel` lines: B panels are rows of columns, A
+/// panels columns of rows, so both are this with the strides swapped.
+template <typename T>
+__attribute__((always_inline)) inline void
+packPanel(T *dst, const T *src, int64_t stepStride, int64_t lineStride,
+          int64_t depth, int64_t width, int64_t panel) {
+  for (int64_t p = 0; p < depth; ++p) {
+    const T *row = src + p * stepStride;
+    for (int64_t j = 0; j < width; ++j)
+      dst[p * panel + j] = row[j * lineStride];
+    for (int64_t j = width; j < panel; ++j)
+      dst[p * panel + j] = T(0);
+  }
+}
+
 /// A 64-byte aligned scratch buffer.
 template <typename T> struct Buffer {
   explicit Buffer(size_t n)
@@ -107,32 +123,17 @@ gemmBody(int64_t m, int64_t n, int64_t k, MatView<T> a, MatView<T> b, T *c,
       int64_t kc = std::min(kKC, k - pc);
       bool first = pc == 0 && !accumulate;
       // Pack B[pc:pc+kc, jc:jc+nc] as NR-wide panels, zero-padded.
-      for (int64_t jr = 0; jr < nc; jr += kNR) {
-        T *dst = packB.p + jr * kc;
-        int64_t w = std::min(kNR, nc - jr);
-        for (int64_t p = 0; p < kc; ++p) {
-          const T *src = b.p + (pc + p) * b.rowStride + (jc + jr) * b.colStride;
-          for (int64_t j = 0; j < w; ++j)
-            dst[p * kNR + j] = src[j * b.colStride];
-          for (int64_t j = w; j < kNR; ++j)
-            dst[p * kNR + j] = T(0);
-        }
-      }
+      for (int64_t jr = 0; jr < nc; jr += kNR)
+        packPanel(packB.p + jr * kc,
+                  b.p + pc * b.rowStride + (jc + jr) * b.colStride, b.rowStride,
+                  b.colStride, kc, std::min(kNR, nc - jr), kNR);
       for (int64_t ic = 0; ic < m; ic += kMC) {
         int64_t mc = std::min(kMC, m - ic);
         // Pack A[ic:ic+mc, pc:pc+kc] as MR-tall panels, zero-padded.
-        for (int64_t ir = 0; ir < mc; ir += kMR) {
-          T *dst = packA.p + ir * kc;
-          int64_t h = std::min(kMR, mc - ir);
-          for (int64_t p = 0; p < kc; ++p) {
-            const T *src =
-                a.p + (ic + ir) * a.rowStride + (pc + p) * a.colStride;
-            for (int64_t i = 0; i < h; ++i)
-              dst[p * kMR + i] = src[i * a.rowStride];
-            for (int64_t i = h; i < kMR; ++i)
-              dst[p * kMR + i] = T(0);
-          }
-        }
+        for (int64_t ir = 0; ir < mc; ir += kMR)
+          packPanel(packA.p + ir * kc,
+                    a.p + (ic + ir) * a.rowStride + pc * a.colStride,
+                    a.colStride, a.rowStride, kc, std::min(kMR, mc - ir), kMR);
         for (int64_t jr = 0; jr < nc; jr += kNR) {
           int64_t w = std::min(kNR, nc - jr);
           for (int64_t ir = 0; ir < mc; ir += kMR) {

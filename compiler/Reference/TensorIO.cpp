@@ -175,9 +175,9 @@ llvm::Error TensorDumper::add(llvm::StringRef name, const Tensor &tensor) {
   std::string base = safeFileName(name);
   std::string file = base + ".npy";
   // Distinct names can map to the same safe name ("a/b" and "a_b").
-  for (int i = 1;
-       llvm::any_of(entries, [&](auto &e) { return e.first == file; }); ++i)
+  for (int i = 1; files.contains(file); ++i)
     file = base + "_" + std::to_string(i) + ".npy";
+  files.insert(file);
   llvm::SmallString<256> path(dir);
   llvm::sys::path::append(path, file);
   if (llvm::Error e = writeNpy(path, toNpy(tensor)))

@@ -24,6 +24,8 @@ import time
 import numpy as np
 import onnx
 
+from ort_roundtrip import run_roundtrip
+
 # Nodes the importer may fold into constants (static shapes) or drop.
 FOLDABLE = {"Constant", "Shape", "Gather", "Unsqueeze", "Concat", "Identity", "Cast",
             "ConstantOfShape", "Squeeze", "Slice", "Div", "Mul", "Add", "Sub", "Reshape"}
@@ -131,14 +133,7 @@ def main():
         jobs.append({"name": os.path.basename(path), "a": path, "b": exported,
                      "inputs": {input_name: npy}, "levels": ["all", "disabled"]})
 
-    jobs_file = os.path.join(args.work, "jobs.json")
-    results_file = os.path.join(args.work, "results.json")
-    with open(jobs_file, "w") as f:
-        json.dump(jobs, f)
-    subprocess.run(["node", os.path.join(args.ort, "roundtrip.js"), jobs_file, results_file],
-                   check=True)
-    with open(results_file) as f:
-        results = json.load(f)
+    results = run_roundtrip(args.ort, args.work, jobs)
     exact = 0
     for r in results:
         if r["status"] == "exact":

@@ -12,7 +12,6 @@ Run with Debian's /usr/bin/python3 (it needs the onnx package).
 """
 import argparse
 import concurrent.futures
-import json
 import os
 import subprocess
 import sys
@@ -20,6 +19,8 @@ import sys
 import numpy as np
 import onnx
 from onnx import numpy_helper
+
+from ort_roundtrip import run_roundtrip
 
 
 # Inputs qatc needs at compile time (shapes, axes, bounds, sizes): when a
@@ -144,20 +145,13 @@ def main():
             jobs.append({"name": name, "a": os.path.join(src, "model.onnx"),
                          "b": os.path.join(args.work, name + ".onnx"), "inputs": inputs,
                          "inputs_b": {k: v for k, v in inputs.items() if k not in frozen_names}})
-        jobs_file = os.path.join(args.work, "jobs.json")
-        results_file = os.path.join(args.work, "results.json")
-        with open(jobs_file, "w") as f:
-            json.dump(jobs, f)
-        subprocess.run(["node", os.path.join(args.ort, "roundtrip.js"), jobs_file, results_file],
-                       check=True)
-        with open(results_file) as f:
-            for r in json.load(f):
-                if r["status"] == "exact":
-                    exact += 1
-                elif r["status"] == "a_failed":
-                    ort_cannot += 1
-                else:
-                    failures.append(f"{r['name']}: export round trip {r['status']}: {r['detail']}")
+        for r in run_roundtrip(args.ort, args.work, jobs):
+            if r["status"] == "exact":
+                exact += 1
+            elif r["status"] == "a_failed":
+                ort_cannot += 1
+            else:
+                failures.append(f"{r['name']}: export round trip {r['status']}: {r['detail']}")
 
     for f in failures:
         print("FAIL:", f)

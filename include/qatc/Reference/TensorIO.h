@@ -11,6 +11,7 @@
 #include "qatc/Reference/Tensor.h"
 #include "qatc/Support/Npy.h"
 
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/Error.h"
 
 #include <string>
@@ -50,6 +51,8 @@ public:
 private:
   std::string dir;
   std::vector<std::pair<std::string, std::string>> entries;
+  /// The file names of `entries`, to keep them unique.
+  llvm::StringSet<> files;
 };
 
 } // namespace qatc::ref
