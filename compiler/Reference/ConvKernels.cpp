@@ -183,6 +183,20 @@ Results qatc::ref::evalConv(onnx::ConvOp op, ArrayRef<Tensor> in,
   return one(std::move(out));
 }
 
+Tensor qatc::ref::convolve(const Tensor &x, const Tensor &w,
+                           ArrayRef<int64_t> outShape,
+                           ArrayRef<int64_t> strides, ArrayRef<int64_t> pads,
+                           ArrayRef<int64_t> dilations, int64_t group) {
+  Tensor out(x.dtype(), outShape);
+  Window win = makeWindow(x.shape(), outShape, w.shape().drop_front(2),
+                          strides, pads, dilations);
+  dispatchFloat(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    convImpl<T>(x, w, nullptr, win, group, out);
+  });
+  return out;
+}
+
 Results qatc::ref::evalConvTranspose(onnx::ConvTransposeOp op,
                                      ArrayRef<Tensor> in,
                                      const KernelContext &ctx) {
@@ -276,12 +290,9 @@ Results qatc::ref::evalGemm(onnx::GemmOp op, ArrayRef<Tensor> in,
   return one(std::move(out));
 }
 
-Results qatc::ref::evalMatMul(onnx::MatMulOp op, ArrayRef<Tensor> in,
-                              const KernelContext &ctx) {
-  Tensor a = in[0], b = in[1];
-  if (!isFloat(a.dtype()) || a.dtype() != b.dtype())
-    return notFloat(op);
-  Tensor out(a.dtype(), resultShape(op));
+Tensor qatc::ref::matmul(const Tensor &a, const Tensor &b,
+                         ArrayRef<int64_t> outShape) {
+  Tensor out(a.dtype(), outShape);
   // Promote vectors to matrices as numpy does.
   SmallVector<int64_t> as(a.shape()), bs(b.shape());
   if (as.size() == 1)
@@ -322,38 +333,24 @@ Results qatc::ref::evalMatMul(onnx::MatMulOp op, ArrayRef<Tensor> in,
               c + bi * m * n, n, false);
     }
   });
-  return one(std::move(out));
+  return out;
 }
 
-Results qatc::ref::evalPool(Operation *op, ArrayRef<Tensor> in,
-                            const KernelContext &ctx) {
-  const Tensor &x = in[0];
-  Tensor out(x.dtype(), resultShape(op));
-  int64_t n = x.dim(0), c = x.dim(1);
-  // Global pools are windows covering the whole input.
-  SmallVector<int64_t> kernel, strides, pads, dilations;
-  bool isMax = isa<onnx::MaxPoolOp, onnx::GlobalMaxPoolOp>(op);
-  bool countPad = false;
-  if (auto p = dyn_cast<onnx::MaxPoolOp>(op)) {
-    kernel.assign(p.getKernelShape().begin(), p.getKernelShape().end());
-    strides.assign(p.getStrides().begin(), p.getStrides().end());
-    pads.assign(p.getPads().begin(), p.getPads().end());
-    dilations.assign(p.getDilations().begin(), p.getDilations().end());
-  } else if (auto p = dyn_cast<onnx::AveragePoolOp>(op)) {
-    kernel.assign(p.getKernelShape().begin(), p.getKernelShape().end());
-    strides.assign(p.getStrides().begin(), p.getStrides().end());
-    pads.assign(p.getPads().begin(), p.getPads().end());
-    dilations.assign(p.getDilations().begin(), p.getDilations().end());
-    countPad = p.getCountIncludePad() != 0;
-  } else {
-    kernel.assign(x.shape().begin() + 2, x.shape().end());
-    strides.assign(kernel.size(), 1);
-    pads.assign(2 * kernel.size(), 0);
-    dilations.assign(kernel.size(), 1);
-  }
-  if (!isFloat(x.dtype()) &&
-      !(isMax && (x.dtype() == DType::I8 || x.dtype() == DType::U8)))
+Results qatc::ref::evalMatMul(onnx::MatMulOp op, ArrayRef<Tensor> in,
+                              const KernelContext &ctx) {
+  const Tensor &a = in[0], &b = in[1];
+  if (!isFloat(a.dtype()) || a.dtype() != b.dtype())
     return notFloat(op);
+  return one(matmul(a, b, resultShape(op)));
+}
+
+Tensor qatc::ref::poolWindow(const Tensor &x, ArrayRef<int64_t> outShape,
+                             ArrayRef<int64_t> kernel,
+                             ArrayRef<int64_t> strides, ArrayRef<int64_t> pads,
+                             ArrayRef<int64_t> dilations, bool isMax,
+                             bool countPad) {
+  Tensor out(x.dtype(), outShape);
+  int64_t n = x.dim(0), c = x.dim(1);
   Window w =
       makeWindow(x.shape(), out.shape(), kernel, strides, pads, dilations);
   size_t nd = w.in.size();
@@ -397,5 +394,36 @@ Results qatc::ref::evalPool(Operation *op, ArrayRef<Tensor> in,
     run(uint8_t());
   else
     dispatchFloat(x.dtype(), run);
-  return one(std::move(out));
+  return out;
+}
+
+Results qatc::ref::evalPool(Operation *op, ArrayRef<Tensor> in,
+                            const KernelContext &ctx) {
+  const Tensor &x = in[0];
+  // Global pools are windows covering the whole input.
+  SmallVector<int64_t> kernel, strides, pads, dilations;
+  bool isMax = isa<onnx::MaxPoolOp, onnx::GlobalMaxPoolOp>(op);
+  bool countPad = false;
+  if (auto p = dyn_cast<onnx::MaxPoolOp>(op)) {
+    kernel.assign(p.getKernelShape().begin(), p.getKernelShape().end());
+    strides.assign(p.getStrides().begin(), p.getStrides().end());
+    pads.assign(p.getPads().begin(), p.getPads().end());
+    dilations.assign(p.getDilations().begin(), p.getDilations().end());
+  } else if (auto p = dyn_cast<onnx::AveragePoolOp>(op)) {
+    kernel.assign(p.getKernelShape().begin(), p.getKernelShape().end());
+    strides.assign(p.getStrides().begin(), p.getStrides().end());
+    pads.assign(p.getPads().begin(), p.getPads().end());
+    dilations.assign(p.getDilations().begin(), p.getDilations().end());
+    countPad = p.getCountIncludePad() != 0;
+  } else {
+    kernel.assign(x.shape().begin() + 2, x.shape().end());
+    strides.assign(kernel.size(), 1);
+    pads.assign(2 * kernel.size(), 0);
+    dilations.assign(kernel.size(), 1);
+  }
+  if (!isFloat(x.dtype()) &&
+      !(isMax && (x.dtype() == DType::I8 || x.dtype() == DType::U8)))
+    return notFloat(op);
+  return one(poolWindow(x, resultShape(op), kernel, strides, pads, dilations,
+                        isMax, countPad));
 }

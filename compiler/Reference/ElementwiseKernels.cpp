@@ -33,6 +33,10 @@ std::optional<DType> qatc::ref::toDType(Type t, const KernelContext &ctx) {
     return DType::F16;
   if (t.isInteger(1))
     return DType::Bool;
+  // Quantized tensors are evaluated as their stored integers; the scales
+  // and zero points stay in the type.
+  if (auto q = dyn_cast<mlir::quant::QuantizedType>(t))
+    return storageDType(q);
   if (auto i = dyn_cast<IntegerType>(t)) {
     bool u = i.isUnsigned();
     switch (i.getWidth()) {

@@ -246,6 +246,8 @@ FailureOr<std::vector<Tensor>> qatc::ref::evaluate(ModuleOp module,
             .Case([&](onnx::PadOp o) { return evalPad(o, in, ctx); })
             .Case([&](onnx::ResizeOp o) { return evalResize(o, in, ctx); })
             .Default([&](Operation *o) -> Results {
+              if (isa<qatc::qat::QatDialect>(o->getDialect()))
+                return evalQat(o, in, ctx);
               if (auto u = dyn_cast<onnx::UnsupportedOp>(o))
                 return o->emitError("operator ")
                            << u.getOpType()
@@ -260,7 +262,7 @@ FailureOr<std::vector<Tensor>> qatc::ref::evaluate(ModuleOp module,
     for (auto [i, r] : llvm::enumerate(op->getResults())) {
       Tensor &t = (*results)[i];
       if (options.onTensor && names && i < names.size() &&
-          !isa<onnx::ConstantOp>(op)) {
+          !isa<onnx::ConstantOp, qatc::qat::ConstantOp>(op)) {
         StringRef name = cast<StringAttr>(names[i]).getValue();
         if (!name.empty())
           options.onTensor(name, t);

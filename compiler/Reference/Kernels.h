@@ -11,6 +11,7 @@
 #define QATC_COMPILER_REFERENCE_KERNELS_H
 
 #include "qatc/Dialect/Onnx/OnnxOps.h"
+#include "qatc/Dialect/Qat/QatOps.h"
 #include "qatc/Reference/Tensor.h"
 
 namespace qatc::ref {
@@ -26,6 +27,13 @@ struct KernelContext {
 /// The evaluator dtype of an MLIR element type in `ctx` (float types map to
 /// ctx.floatType); nullopt for types the evaluator does not handle.
 std::optional<DType> toDType(mlir::Type elementType, const KernelContext &ctx);
+
+/// The dtype of the integers a quantized type stores (int8, uint8, int32...).
+std::optional<DType> storageDType(mlir::quant::QuantizedType type);
+
+/// Evaluates an op of the qat dialect (QatKernels.cpp).
+Results evalQat(mlir::Operation *op, llvm::ArrayRef<Tensor> in,
+                const KernelContext &ctx);
 
 /// Calls `fn(T{})` with T = float or double for a float dtype.
 template <typename Fn> void dispatchFloat(DType type, Fn &&fn) {
@@ -65,17 +73,37 @@ Results evalMatMul(qatc::onnx::MatMulOp op, llvm::ArrayRef<Tensor> in,
 Results evalPool(mlir::Operation *op, llvm::ArrayRef<Tensor> in,
                  const KernelContext &ctx);
 
-// MovementKernels.cpp
-Results evalConcat(qatc::onnx::ConcatOp op, llvm::ArrayRef<Tensor> in,
-                   const KernelContext &ctx);
+/// Sliding-window max or average of x [N, C, spatial...] into `outShape`
+/// (averages accumulate in double; padding is excluded from the divisor
+/// unless `countPad`). The result has x's element type.
+Tensor poolWindow(const Tensor &x, llvm::ArrayRef<int64_t> outShape,
+                  llvm::ArrayRef<int64_t> kernel,
+                  llvm::ArrayRef<int64_t> strides, llvm::ArrayRef<int64_t> pads,
+                  llvm::ArrayRef<int64_t> dilations, bool isMax, bool countPad);
+
+/// Convolution of two float (or double) tensors without bias; in double it
+/// is exact for integer-valued inputs of int8 magnitude.
+Tensor convolve(const Tensor &x, const Tensor &w,
+                llvm::ArrayRef<int64_t> outShape,
+                llvm::ArrayRef<int64_t> strides, llvm::ArrayRef<int64_t> pads,
+                llvm::ArrayRef<int64_t> dilations, int64_t group);
+
+/// numpy matmul (batch broadcasting) of two tensors of one float type.
+Tensor matmul(const Tensor &a, const Tensor &b,
+              llvm::ArrayRef<int64_t> outShape);
+
+// MovementKernels.cpp (Concat, Slice, Transpose and Gather serve the onnx ops
+// and their qat twins alike)
+template <typename OpTy>
+Results evalConcat(OpTy op, llvm::ArrayRef<Tensor> in, const KernelContext &ctx);
 Results evalSplit(qatc::onnx::SplitOp op, llvm::ArrayRef<Tensor> in,
                   const KernelContext &ctx);
-Results evalSlice(qatc::onnx::SliceOp op, llvm::ArrayRef<Tensor> in,
-                  const KernelContext &ctx);
-Results evalTranspose(qatc::onnx::TransposeOp op, llvm::ArrayRef<Tensor> in,
-                      const KernelContext &ctx);
-Results evalGather(qatc::onnx::GatherOp op, llvm::ArrayRef<Tensor> in,
-                   const KernelContext &ctx);
+template <typename OpTy>
+Results evalSlice(OpTy op, llvm::ArrayRef<Tensor> in, const KernelContext &ctx);
+template <typename OpTy>
+Results evalTranspose(OpTy op, llvm::ArrayRef<Tensor> in, const KernelContext &ctx);
+template <typename OpTy>
+Results evalGather(OpTy op, llvm::ArrayRef<Tensor> in, const KernelContext &ctx);
 Results evalPad(qatc::onnx::PadOp op, llvm::ArrayRef<Tensor> in,
                 const KernelContext &ctx);
 Results evalResize(qatc::onnx::ResizeOp op, llvm::ArrayRef<Tensor> in,

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Kernels.h"
+#include "qatc/Dialect/Qat/QatOps.h"
 
 #include "mlir/IR/Diagnostics.h"
 
@@ -29,7 +30,8 @@ int64_t product(ArrayRef<int64_t> v) {
 
 } // namespace
 
-Results qatc::ref::evalConcat(onnx::ConcatOp op, ArrayRef<Tensor> in,
+template <typename OpTy>
+Results qatc::ref::evalConcat(OpTy op, ArrayRef<Tensor> in,
                               const KernelContext &) {
   Tensor out(in[0].dtype(), resultShape(op));
   int64_t axis = static_cast<int64_t>(op.getAxis());
@@ -68,7 +70,8 @@ Results qatc::ref::evalSplit(onnx::SplitOp op, ArrayRef<Tensor> in,
   return results;
 }
 
-Results qatc::ref::evalSlice(onnx::SliceOp op, ArrayRef<Tensor> in,
+template <typename OpTy>
+Results qatc::ref::evalSlice(OpTy op, ArrayRef<Tensor> in,
                              const KernelContext &) {
   const Tensor &x = in[0];
   Tensor out(x.dtype(), resultShape(op));
@@ -92,7 +95,8 @@ Results qatc::ref::evalSlice(onnx::SliceOp op, ArrayRef<Tensor> in,
   return one(std::move(out));
 }
 
-Results qatc::ref::evalTranspose(onnx::TransposeOp op, ArrayRef<Tensor> in,
+template <typename OpTy>
+Results qatc::ref::evalTranspose(OpTy op, ArrayRef<Tensor> in,
                                  const KernelContext &) {
   const Tensor &x = in[0];
   Tensor out(x.dtype(), resultShape(op));
@@ -122,7 +126,8 @@ Results qatc::ref::evalTranspose(onnx::TransposeOp op, ArrayRef<Tensor> in,
   return one(std::move(out));
 }
 
-Results qatc::ref::evalGather(onnx::GatherOp op, ArrayRef<Tensor> in,
+template <typename OpTy>
+Results qatc::ref::evalGather(OpTy op, ArrayRef<Tensor> in,
                               const KernelContext &) {
   const Tensor &x = in[0], &indices = in[1];
   Tensor out(x.dtype(), resultShape(op));
@@ -147,6 +152,18 @@ Results qatc::ref::evalGather(onnx::GatherOp op, ArrayRef<Tensor> in,
     }
   return one(std::move(out));
 }
+
+// The same byte movers serve the onnx ops and their int8 twins in qat.
+#define QATC_INSTANTIATE(fn, op)                                               \
+  template Results qatc::ref::fn(onnx::op, ArrayRef<Tensor>,                   \
+                                 const KernelContext &);                       \
+  template Results qatc::ref::fn(qatc::qat::op, ArrayRef<Tensor>,              \
+                                 const KernelContext &);
+QATC_INSTANTIATE(evalConcat, ConcatOp)
+QATC_INSTANTIATE(evalSlice, SliceOp)
+QATC_INSTANTIATE(evalTranspose, TransposeOp)
+QATC_INSTANTIATE(evalGather, GatherOp)
+#undef QATC_INSTANTIATE
 
 Results qatc::ref::evalPad(onnx::PadOp op, ArrayRef<Tensor> in,
                            const KernelContext &) {

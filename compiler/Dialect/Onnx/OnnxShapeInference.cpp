@@ -177,6 +177,13 @@ LogicalResult checkQuantParams(std::optional<Location> loc, Value x,
 
 } // namespace
 
+FailureOr<int64_t> qatc::onnx::getWindowOutputSize(
+    std::optional<Location> loc, int64_t in, int64_t kernel, int64_t stride,
+    int64_t padBegin, int64_t padEnd, int64_t dilation, bool ceilMode) {
+  return windowOutputSize(loc, in, kernel, stride, padBegin, padEnd, dilation,
+                          ceilMode);
+}
+
 //===----------------------------------------------------------------------===//
 // Broadcasting
 //===----------------------------------------------------------------------===//

@@ -8,17 +8,15 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "qatc/Dialect/Onnx/OnnxOps.h"
 #include "qatc/Frontend/ImportCLOptions.h"
 #include "qatc/Frontend/OnnxImporter.h"
+#include "qatc/InitAll.h"
 #include "qatc/Support/Locations.h"
 
 #include "mlir/Bytecode/BytecodeWriter.h"
-#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
-#include "mlir/Transforms/Passes.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -52,11 +50,8 @@ static void showNodeNamesByDefault() {
 int main(int argc, char **argv) {
   llvm::InitLLVM y(argc, argv);
   DialectRegistry registry;
-  qatc::registerImportDialects(registry);
-  registerCanonicalizerPass();
-  registerCSEPass();
-  registerSymbolDCEPass();
-  registerInlinerPass();
+  qatc::registerAllDialects(registry);
+  qatc::registerAllPasses();
 
   auto [inputFilename, outputFilename] =
       registerAndParseCLIOptions(argc, argv, "qatc optimizer driver", registry);

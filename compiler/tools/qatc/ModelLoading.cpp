@@ -3,6 +3,7 @@
 #include "Commands.h"
 #include "qatc/Dialect/Onnx/OnnxOps.h"
 #include "qatc/Frontend/OnnxImporter.h"
+#include "qatc/InitAll.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
@@ -20,7 +21,10 @@ OwningOpRef<ModuleOp> qatc::driver::loadModel(MLIRContext &ctx, StringRef path,
     return nullptr;
   }
   if (path.ends_with(".mlir") || path.ends_with(".mlirbc")) {
-    ctx.loadDialect<qatc::onnx::OnnxDialect, func::FuncDialect>();
+    DialectRegistry registry;
+    qatc::registerAllDialects(registry);
+    ctx.appendDialectRegistry(registry);
+    ctx.loadAllAvailableDialects();
     return parseSourceFile<ModuleOp>(path, &ctx);
   }
   return importOnnxFile(ctx, path, options);

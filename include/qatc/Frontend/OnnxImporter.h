@@ -13,6 +13,7 @@
 #define QATC_FRONTEND_ONNXIMPORTER_H
 
 #include "mlir/IR/BuiltinOps.h"
+#include "qatc/Dialect/Onnx/OnnxOps.h"
 #include "mlir/IR/OwningOpRef.h"
 #include "qatc/Support/Npy.h"
 
@@ -25,10 +26,6 @@ namespace qatc {
 /// Lowest and highest default-domain opset the importer accepts.
 inline constexpr int64_t kMinOpset = 7;
 inline constexpr int64_t kMaxOpset = 21;
-
-/// Name of the discardable attribute listing the ONNX tensor names of an
-/// op's results (one string per result).
-inline constexpr llvm::StringLiteral kOutputNamesAttr = "onnx.output_names";
 
 struct ImportOptions {
   /// Shapes that pin graph inputs with dynamic dimensions: name -> dims.

@@ -17,6 +17,15 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+namespace qatc {
+
+/// Name of the discardable attribute listing the ONNX tensor names of an
+/// op's results (one string per result). Tensor names are what calibration,
+/// tensor dumps and the precision report key on.
+inline constexpr llvm::StringLiteral kOutputNamesAttr = "onnx.output_names";
+
+} // namespace qatc
+
 namespace qatc::onnx {
 
 /// Infers the result type of an elementwise binary op under ONNX
@@ -30,6 +39,14 @@ inferBroadcastType(std::optional<mlir::Location> loc, mlir::Type lhs,
 /// pair is neither equal nor 1.
 mlir::FailureOr<llvm::SmallVector<int64_t>>
 broadcastShapes(llvm::ArrayRef<int64_t> a, llvm::ArrayRef<int64_t> b);
+
+/// Output size of one spatial axis of a sliding window (Conv, pooling) as
+/// ONNX defines it; fails (with an error at `loc`) when the window does not
+/// fit or an attribute is out of range.
+mlir::FailureOr<int64_t>
+getWindowOutputSize(std::optional<mlir::Location> loc, int64_t in,
+                    int64_t kernel, int64_t stride, int64_t padBegin,
+                    int64_t padEnd, int64_t dilation, bool ceilMode);
 
 } // namespace qatc::onnx
 

@@ -1,0 +1,472 @@
+//===- QatKernels.cpp - reference semantics of the qat dialect ------------===//
+//
+// The golden model of every int8 op the quantization passes build, so that
+// a pass's output can be evaluated and compared with the Q/DQ graph it came
+// from. Quantized tensors are their stored integers; scales and zero points
+// come from the `!quant.uniform` types. Integer sums are exact (the int8
+// products are accumulated in double, which holds them without rounding);
+// epilogues compute in the evaluation's float type, as the Q/DQ graph does,
+// and requantize with QuantizeLinear's arithmetic. A fused op therefore
+// differs from its Q/DQ subgraph only by float reassociation: at most one
+// LSB, at rounding ties (design.md, numerical contract).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Kernels.h"
+#include "qatc/Support/QuantMath.h"
+
+#include "mlir/IR/DialectResourceBlobManager.h"
+#include "mlir/IR/TypeUtilities.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <cstring>
+
+using namespace mlir;
+using namespace qatc;
+using namespace qatc::ref;
+
+std::optional<DType> qatc::ref::storageDType(quant::QuantizedType type) {
+  switch (type.getStorageTypeIntegralWidth()) {
+  case 8:
+    return type.isSigned() ? DType::I8 : DType::U8;
+  case 16:
+    return type.isSigned() ? DType::I16 : DType::U16;
+  case 32:
+    return type.isSigned() ? DType::I32 : DType::U32;
+  default:
+    return std::nullopt;
+  }
+}
+
+namespace {
+
+/// Quantization parameters of a tensor, per element along the quantized
+/// dimension (one entry for per-tensor types).
+struct QuantParams {
+  QuantParams(Type tensorType) {
+    auto shaped = cast<RankedTensorType>(tensorType);
+    type = qat::getQuantType(shaped);
+    qmin = type.getStorageTypeMin();
+    qmax = type.getStorageTypeMax();
+    if (auto axis = dyn_cast<quant::UniformQuantizedPerAxisType>(type)) {
+      int64_t dim = axis.getQuantizedDimension();
+      channels = shaped.getDimSize(dim);
+      for (int64_t d = dim + 1; d < shaped.getRank(); ++d)
+        inner *= shaped.getDimSize(d);
+    }
+    scales = qat::getChannelScales(type, channels);
+    zeroPoints = qat::getChannelZeroPoints(type, channels);
+  }
+  /// The channel of flat element `i`.
+  int64_t channel(int64_t i) const {
+    return channels == 1 ? 0 : (i / inner) % channels;
+  }
+  quant::QuantizedType type;
+  int64_t qmin, qmax, channels = 1, inner = 1;
+  SmallVector<double> scales;
+  SmallVector<int64_t> zeroPoints;
+};
+
+/// Reads element `i` of an integer tensor as int64.
+int64_t intAt(const Tensor &t, int64_t i) {
+  switch (t.dtype()) {
+  case DType::I8:
+    return t.data<int8_t>()[i];
+  case DType::U8:
+    return t.data<uint8_t>()[i];
+  case DType::I16:
+    return t.data<int16_t>()[i];
+  case DType::U16:
+    return t.data<uint16_t>()[i];
+  case DType::I32:
+    return t.data<int32_t>()[i];
+  case DType::U32:
+    return t.data<uint32_t>()[i];
+  default:
+    return 0;
+  }
+}
+
+void setInt(Tensor &t, int64_t i, int64_t v) {
+  switch (t.dtype()) {
+  case DType::I8:
+    t.mutableData<int8_t>()[i] = static_cast<int8_t>(v);
+    return;
+  case DType::U8:
+    t.mutableData<uint8_t>()[i] = static_cast<uint8_t>(v);
+    return;
+  case DType::I16:
+    t.mutableData<int16_t>()[i] = static_cast<int16_t>(v);
+    return;
+  case DType::U16:
+    t.mutableData<uint16_t>()[i] = static_cast<uint16_t>(v);
+    return;
+  case DType::I32:
+    t.mutableData<int32_t>()[i] = static_cast<int32_t>(v);
+    return;
+  case DType::U32:
+    t.mutableData<uint32_t>()[i] = static_cast<uint32_t>(v);
+    return;
+  default:
+    return;
+  }
+}
+
+/// The stored integers minus their zero points, as an exact F64 tensor.
+Tensor centered(const Tensor &q, Type type) {
+  QuantParams p(type);
+  Tensor out(DType::F64, q.shape());
+  double *dst = out.mutableData<double>();
+  for (int64_t i = 0, n = q.numElements(); i < n; ++i)
+    dst[i] = static_cast<double>(intAt(q, i) - p.zeroPoints[p.channel(i)]);
+  return out;
+}
+
+/// Rounds with `mode`.
+template <typename T> T roundWith(qat::RoundingMode mode, T v) {
+  return mode == qat::RoundingMode::HalfToEven ? roundHalfToEven(v)
+                                               : roundHalfAwayFromZero(v);
+}
+
+/// Writes real values `y(i)` (in T) to a result of `type`: f32 as is, or
+/// quantized with `mode`.
+template <typename T, typename Fn>
+Tensor finish(Type type, int64_t count, ArrayRef<int64_t> shape,
+              const KernelContext &ctx, qat::RoundingMode mode, Fn &&y) {
+  if (!qat::getQuantType(type)) {
+    Tensor out(ctx.floatType, shape);
+    dispatchFloat(ctx.floatType, [&](auto tag) {
+      using F = decltype(tag);
+      F *dst = out.mutableData<F>();
+      for (int64_t i = 0; i < count; ++i)
+        dst[i] = static_cast<F>(y(i));
+    });
+    return out;
+  }
+  QuantParams p(type);
+  Tensor out(*storageDType(p.type), shape);
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t c = p.channel(i);
+    T v = y(i) / static_cast<T>(p.scales[c]);
+    setInt(out, i,
+           saturateAdd(roundWith(mode, v), p.zeroPoints[c], p.qmin, p.qmax));
+  }
+  return out;
+}
+
+/// The tensor held by a qat.constant.
+FailureOr<Tensor> constantTensor(qat::ConstantOp op) {
+  auto dtype = storageDType(qat::getQuantType(op.getOutput().getType()));
+  if (!dtype)
+    return op.emitOpError("unsupported storage type"), failure();
+  auto shape = op.getOutput().getType().getShape();
+  Tensor t(*dtype, shape);
+  size_t bytes = t.byteSize();
+  Attribute value = op.getValue();
+  if (auto res = dyn_cast<DenseResourceElementsAttr>(value)) {
+    AsmResourceBlob *blob = res.getRawHandle().getBlob();
+    if (!blob || blob->getData().size() != bytes)
+      return op.emitOpError("weight blob is missing or has the wrong size"),
+             failure();
+    return Tensor::wrap(*dtype, shape, blob->getData().data(), nullptr);
+  }
+  auto dense = dyn_cast<DenseElementsAttr>(value);
+  if (!dense)
+    return op.emitOpError("unsupported constant"), failure();
+  ArrayRef<char> raw = dense.getRawData();
+  size_t elt = dtypeSize(*dtype);
+  for (int64_t i = 0, n = t.numElements(); i < n; ++i)
+    std::memcpy(t.mutableData<char>() + i * elt,
+                raw.data() + (dense.isSplat() ? 0 : i * elt), elt);
+  return t;
+}
+
+/// Runs `fn(T{})` in the evaluation's float type.
+template <typename Fn> Tensor inFloat(const KernelContext &ctx, Fn &&fn) {
+  Tensor out;
+  dispatchFloat(ctx.floatType, [&](auto tag) { out = fn(tag); });
+  return out;
+}
+
+/// The epilogue of qat.conv / qat.matmul over accumulators `acc` (F64,
+/// exact) whose channel index of element i is `channelOf(i)`.
+template <typename OpTy, typename ChannelFn>
+Tensor linearEpilogue(OpTy op, const Tensor &acc, ArrayRef<Tensor> in,
+                      ChannelFn channelOf, const KernelContext &ctx) {
+  SmallVector<double> accScales = op.getAccumulatorScales();
+  double sIn = qat::getPerTensorType(op->getOperand(0).getType()).getScale();
+  SmallVector<double> wScales =
+      qat::getChannelScales(qat::getQuantType(op->getOperand(1).getType()),
+                            static_cast<int64_t>(accScales.size()));
+  unsigned next = 2;
+  const Tensor *bias = op.getBias() ? &in[next++] : nullptr;
+  const Tensor *scale = op.getChannelScale() ? &in[next++] : nullptr;
+  const Tensor *residual = op.getResidual() ? &in[next++] : nullptr;
+  std::optional<QuantParams> rp;
+  if (residual)
+    rp.emplace(op.getResidual().getType());
+  auto act = op.getActivationAttr();
+  auto postAct = op.getResidualActivationAttr();
+  auto type = op.getOutput().getType();
+  return inFloat(ctx, [&](auto tag) {
+    using T = decltype(tag);
+    // The accumulator scale in T, as the Q/DQ graph multiplies s_x * s_w.
+    SmallVector<T> m;
+    for (double w : wScales)
+      m.push_back(static_cast<T>(sIn) * static_cast<T>(w));
+    const double *a = acc.data<double>();
+    auto floatAt = [&](const Tensor *t, int64_t i) -> T {
+      return t->dtype() == DType::F64 ? static_cast<T>(t->data<double>()[i])
+                                      : static_cast<T>(t->data<float>()[i]);
+    };
+    auto y = [&](int64_t i) -> T {
+      int64_t c = channelOf(i);
+      T v = static_cast<T>(a[i]) * m[c];
+      if (scale)
+        v *= floatAt(scale, c);
+      if (bias)
+        v += floatAt(bias, c);
+      if (act)
+        v = act.apply(v);
+      if (residual)
+        v += dequantizeValue<T>(intAt(*residual, i),
+                                static_cast<T>(rp->scales[0]),
+                                rp->zeroPoints[0]);
+      if (postAct)
+        v = postAct.apply(v);
+      return v;
+    };
+    return finish<T>(type, acc.numElements(), acc.shape(), ctx,
+                     op.getRounding(), y);
+  });
+}
+
+Results evalQatConv(qat::ConvOp op, ArrayRef<Tensor> in,
+                 const KernelContext &ctx) {
+  Tensor x = centered(in[0], op.getInput().getType());
+  Tensor w = centered(in[1], op.getWeight().getType());
+  auto shape = op.getOutput().getType().getShape();
+  Tensor acc = convolve(x, w, shape, op.getStrides(), op.getPads(),
+                        op.getDilations(), op.getGroup());
+  int64_t channels = shape[1], inner = acc.numElements() / (shape[0] * channels);
+  return one(linearEpilogue(
+      op, acc, in, [&](int64_t i) { return (i / inner) % channels; }, ctx));
+}
+
+Results evalQatMatMul(qat::MatMulOp op, ArrayRef<Tensor> in,
+                   const KernelContext &ctx) {
+  Tensor a = centered(in[0], op.getLhs().getType());
+  Tensor b = centered(in[1], op.getRhs().getType());
+  if (op.getTransposeRhs()) {
+    // Gemm's transB: swap the last two axes of the rhs.
+    int64_t rank = b.rank();
+    SmallVector<int64_t> shape(b.shape());
+    std::swap(shape[rank - 1], shape[rank - 2]);
+    Tensor t(DType::F64, shape);
+    int64_t rows = b.dim(rank - 2), cols = b.dim(rank - 1);
+    int64_t batch = b.numElements() / (rows * cols);
+    for (int64_t n = 0; n < batch; ++n)
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < cols; ++c)
+          t.mutableData<double>()[(n * cols + c) * rows + r] =
+              b.data<double>()[(n * rows + r) * cols + c];
+    b = t;
+  }
+  auto shape = op.getOutput().getType().getShape();
+  Tensor acc = matmul(a, b, shape);
+  int64_t channels = shape.back();
+  return one(linearEpilogue(
+      op, acc, in, [&](int64_t i) { return i % channels; }, ctx));
+}
+
+/// Index of output element `i` in an input of `inShape` broadcast to
+/// `outShape` (numpy rules).
+struct Broadcast {
+  Broadcast(ArrayRef<int64_t> inShape, ArrayRef<int64_t> outShape)
+      : out(outShape) {
+    size_t rank = outShape.size(), offset = rank - inShape.size();
+    SmallVector<int64_t> inStrides = stridesOf(inShape);
+    strides.assign(rank, 0);
+    for (size_t d = offset; d < rank; ++d)
+      if (inShape[d - offset] != 1)
+        strides[d] = inStrides[d - offset];
+    outStrides = stridesOf(outShape);
+  }
+  int64_t operator()(int64_t i) const {
+    int64_t src = 0;
+    for (size_t d = 0; d < out.size(); ++d) {
+      int64_t idx = (i / outStrides[d]) % out[d];
+      src += idx * strides[d];
+    }
+    return src;
+  }
+  SmallVector<int64_t> out, strides, outStrides;
+};
+
+template <typename OpTy>
+Results evalElementwise(OpTy op, ArrayRef<Tensor> in, const KernelContext &ctx,
+                        bool isAdd) {
+  QuantParams pa(op.getLhs().getType()), pb(op.getRhs().getType());
+  auto shape = op.getOutput().getType().getShape();
+  Broadcast ba(in[0].shape(), shape), bb(in[1].shape(), shape);
+  int64_t count = 1;
+  for (int64_t d : shape)
+    count *= d;
+  auto act = op.getActivationAttr();
+  return one(inFloat(ctx, [&](auto tag) {
+    using T = decltype(tag);
+    auto y = [&](int64_t i) -> T {
+      T a = dequantizeValue<T>(intAt(in[0], ba(i)),
+                               static_cast<T>(pa.scales[0]), pa.zeroPoints[0]);
+      T b = dequantizeValue<T>(intAt(in[1], bb(i)),
+                               static_cast<T>(pb.scales[0]), pb.zeroPoints[0]);
+      T v = isAdd ? a + b : a * b;
+      return act ? act.apply(v) : v;
+    };
+    return finish<T>(op.getOutput().getType(), count, shape, ctx,
+                     op.getRounding(), y);
+  }));
+}
+
+/// Average pooling: integer window sums (exact), divided by the count,
+/// scaled, requantized.
+Tensor averagePool(Operation *op, const Tensor &q, Type inType, Type outType,
+                   ArrayRef<int64_t> kernel, ArrayRef<int64_t> strides,
+                   ArrayRef<int64_t> pads, bool countPad,
+                   qat::RoundingMode mode, const KernelContext &ctx) {
+  QuantParams p(inType);
+  Tensor x = centered(q, inType);
+  auto shape = cast<RankedTensorType>(outType).getShape();
+  SmallVector<int64_t> dilations(kernel.size(), 1);
+  Tensor mean =
+      poolWindow(x, shape, kernel, strides, pads, dilations, false, countPad);
+  return inFloat(ctx, [&](auto tag) {
+    using T = decltype(tag);
+    const double *m = mean.data<double>();
+    auto y = [&](int64_t i) -> T {
+      return static_cast<T>(m[i] * p.scales[0]);
+    };
+    return finish<T>(outType, mean.numElements(), shape, ctx, mode, y);
+  });
+}
+
+Results evalQatQuantize(qat::QuantizeOp op, ArrayRef<Tensor> in,
+                     const KernelContext &ctx) {
+  const Tensor &x = in[0];
+  auto type = op.getOutput().getType();
+  return one(inFloat(ctx, [&](auto tag) {
+    using T = decltype(tag);
+    const T *src = x.data<T>();
+    return finish<T>(type, x.numElements(), x.shape(), ctx, op.getRounding(),
+                     [&](int64_t i) { return src[i]; });
+  }));
+}
+
+Results evalQatDequantize(qat::DequantizeOp op, ArrayRef<Tensor> in,
+                       const KernelContext &ctx) {
+  const Tensor &q = in[0];
+  QuantParams p(op.getInput().getType());
+  Tensor out(ctx.floatType, q.shape());
+  dispatchFloat(ctx.floatType, [&](auto tag) {
+    using T = decltype(tag);
+    T *dst = out.mutableData<T>();
+    for (int64_t i = 0, n = q.numElements(); i < n; ++i) {
+      int64_t c = p.channel(i);
+      // (x - zero_point) in the float type, times the scale, as
+      // DequantizeLinear computes it.
+      dst[i] = (static_cast<T>(intAt(q, i)) -
+                static_cast<T>(p.zeroPoints[c])) *
+               static_cast<T>(p.scales[c]);
+    }
+  });
+  return one(std::move(out));
+}
+
+Results evalRequantize(qat::RequantizeOp op, ArrayRef<Tensor> in,
+                       const KernelContext &ctx) {
+  const Tensor &q = in[0];
+  QuantParams p(op.getInput().getType());
+  return one(inFloat(ctx, [&](auto tag) {
+    using T = decltype(tag);
+    auto y = [&](int64_t i) -> T {
+      return (static_cast<T>(intAt(q, i)) - static_cast<T>(p.zeroPoints[0])) *
+             static_cast<T>(p.scales[0]);
+    };
+    return finish<T>(op.getOutput().getType(), q.numElements(), q.shape(),
+                     ctx, op.getRounding(), y);
+  }));
+}
+
+Results evalClamp(qat::ClampOp op, ArrayRef<Tensor> in) {
+  const Tensor &q = in[0];
+  Tensor out(q.dtype(), q.shape());
+  auto lo = static_cast<int64_t>(op.getMin()),
+       hi = static_cast<int64_t>(op.getMax());
+  for (int64_t i = 0, n = q.numElements(); i < n; ++i)
+    setInt(out, i, std::clamp(intAt(q, i), lo, hi));
+  return one(std::move(out));
+}
+
+/// Reinterprets the bytes of `t` as `dtype` (same width).
+Tensor retyped(const Tensor &t, DType dtype) {
+  Tensor out(dtype, t.shape());
+  std::memcpy(out.mutableData<char>(), t.bytes(), t.byteSize());
+  return out;
+}
+
+} // namespace
+
+Results qatc::ref::evalQat(Operation *op, ArrayRef<Tensor> in,
+                           const KernelContext &ctx) {
+  return llvm::TypeSwitch<Operation *, Results>(op)
+      .Case([&](qat::ConstantOp c) -> Results {
+        auto t = constantTensor(c);
+        if (failed(t))
+          return failure();
+        return one(*t);
+      })
+      .Case([&](qat::StorageCastOp c) -> Results {
+        auto dtype = toDType(getElementTypeOrSelf(c.getOutput()), ctx);
+        if (!dtype)
+          return c.emitOpError("unsupported type"), failure();
+        return one(retyped(in[0], *dtype));
+      })
+      .Case([&](qat::QuantizeOp q) { return evalQatQuantize(q, in, ctx); })
+      .Case([&](qat::DequantizeOp q) { return evalQatDequantize(q, in, ctx); })
+      .Case([&](qat::RequantizeOp q) { return evalRequantize(q, in, ctx); })
+      .Case([&](qat::ConvOp c) { return evalQatConv(c, in, ctx); })
+      .Case([&](qat::MatMulOp m) { return evalQatMatMul(m, in, ctx); })
+      .Case([&](qat::AddOp a) { return evalElementwise(a, in, ctx, true); })
+      .Case([&](qat::MulOp m) { return evalElementwise(m, in, ctx, false); })
+      .Case([&](qat::AvgPoolOp p) {
+        return one(averagePool(p, in[0], p.getInput().getType(),
+                               p.getOutput().getType(), p.getKernelShape(),
+                               p.getStrides(), p.getPads(),
+                               p.getCountIncludePad() != 0, p.getRounding(),
+                               ctx));
+      })
+      .Case([&](qat::GlobalAvgPoolOp p) {
+        auto shape = p.getInput().getType().getShape();
+        SmallVector<int64_t> kernel(shape.drop_front(2));
+        SmallVector<int64_t> ones(kernel.size(), 1), pads(2 * kernel.size(), 0);
+        return one(averagePool(p, in[0], p.getInput().getType(),
+                               p.getOutput().getType(), kernel, ones, pads,
+                               false, p.getRounding(), ctx));
+      })
+      .Case([&](qat::MaxPoolOp p) {
+        return one(poolWindow(in[0], p.getOutput().getType().getShape(),
+                              p.getKernelShape(), p.getStrides(), p.getPads(),
+                              p.getDilations(), true, false));
+      })
+      .Case([&](qat::ClampOp c) { return evalClamp(c, in); })
+      .Case([&](qat::ReshapeOp r) {
+        return one(in[0].reshaped(r.getOutput().getType().getShape()));
+      })
+      .Case([&](qat::ConcatOp c) { return evalConcat(c, in, ctx); })
+      .Case([&](qat::TransposeOp t) { return evalTranspose(t, in, ctx); })
+      .Case([&](qat::SliceOp s) { return evalSlice(s, in, ctx); })
+      .Case([&](qat::GatherOp g) { return evalGather(g, in, ctx); })
+      .Default([&](Operation *o) -> Results {
+        return o->emitOpError("has no reference implementation"), failure();
+      });
+}
