@@ -14,6 +14,7 @@
 #include "qatc/Dialect/Onnx/OnnxOps.h"
 
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/StringSet.h"
 #include "mlir/IR/BuiltinAttributes.h"
 
 #include "onnx/onnx_pb.h"
@@ -30,6 +31,12 @@ namespace qatc::detail {
 /// cannot represent it. `why` receives a reason for refused types.
 mlir::Type convertElementType(mlir::MLIRContext *ctx, int32_t dataType,
                               std::string *why = nullptr);
+
+/// The name qatc gives node number `index` of a graph: its own name, or for
+/// an unnamed node `<OpType>_<index>` made unique against `usedNames` (the
+/// names the graph's nodes carry).
+std::string nodeName(const onnxpb::NodeProto &node, int index,
+                     const llvm::StringSet<> &usedNames);
 
 /// ONNX name of a TensorProto data type ("FLOAT", "INT8", ...).
 std::string dataTypeName(int32_t dataType);

@@ -86,6 +86,8 @@ private:
   /// Where initializer constants go: the top of the function body.
   Block *body = nullptr;
   Operation *lastConstant = nullptr;
+  /// Graph inputs with dynamic dimensions (set to 1): name -> dims.
+  std::map<std::string, SmallVector<int64_t>> dynamicInputDims;
   /// Unsupported nodes seen so far: (location, op type).
   SmallVector<std::pair<Location, std::string>> unsupported;
 };
@@ -503,16 +505,22 @@ LogicalResult GraphImporter::checkAndSortNodes(const onnxpb::GraphProto &graph,
   return success();
 }
 
-Location GraphImporter::nodeLoc(const onnxpb::NodeProto &node, int index) {
+std::string qatc::detail::nodeName(const onnxpb::NodeProto &node, int index,
+                                   const llvm::StringSet<> &usedNames) {
   std::string name = node.name();
   if (name.empty()) {
     // Stable across runs: depends only on the node's type and position, and
     // steers clear of the names the model itself uses.
     name = node.op_type() + "_" + std::to_string(index);
-    while (nodeNames.contains(name))
+    while (usedNames.contains(name))
       name += "_";
   }
-  return makeNodeLoc(&ctx, file, name, index, node.op_type());
+  return name;
+}
+
+Location GraphImporter::nodeLoc(const onnxpb::NodeProto &node, int index) {
+  return makeNodeLoc(&ctx, file, qatc::detail::nodeName(node, index, nodeNames),
+                     index, node.op_type());
 }
 
 //===----------------------------------------------------------------------===//
@@ -562,28 +570,32 @@ GraphImporter::convertValueInfoType(const onnxpb::ValueInfoProto &info,
            failure();
   }
   SmallVector<int64_t> shape;
+  SmallVector<int64_t> dynamic;
+  std::string hint, dims;
   for (int i = 0; i < tt.shape().dim_size(); ++i) {
     const auto &dim = tt.shape().dim(i);
-    if (dim.has_dim_value() && dim.dim_value() >= 0) {
+    bool known = dim.has_dim_value() && dim.dim_value() >= 0;
+    hint += (i ? "x" : "") +
+            (known ? std::to_string(dim.dim_value()) : std::string("1"));
+    if (known) {
       shape.push_back(dim.dim_value());
       continue;
     }
     if (!isGraphInput)
       return Type(UnrankedTensorType::get(elt));
-    std::string hint;
-    for (int j = 0; j < tt.shape().dim_size(); ++j) {
-      const auto &d = tt.shape().dim(j);
-      hint +=
-          (j ? "x" : "") + (d.has_dim_value() ? std::to_string(d.dim_value())
-                                              : std::string("<n>"));
-    }
-    return emitError(loc) << "dimension " << i
-                          << (dim.has_dim_param()
-                                  ? " ('" + dim.dim_param() + "')"
-                                  : std::string())
-                          << " is dynamic; pin it with --input-shape "
-                          << info.name() << "=" << hint,
-           failure();
+    // Like trtexec: a dynamic dimension without --input-shape becomes 1.
+    dims += (dynamic.empty() ? "" : ", ") + std::to_string(i) +
+            (dim.has_dim_param() ? " ('" + dim.dim_param() + "')"
+                                 : std::string());
+    dynamic.push_back(i);
+    shape.push_back(1);
+  }
+  if (!dynamic.empty()) {
+    dynamicInputDims[info.name()] = dynamic;
+    if (!options.quietDynamicDims)
+      emitWarning(loc) << "dynamic dimension" << (dynamic.size() > 1 ? "s " : " ")
+                       << dims << " set to 1; choose with --input-shape "
+                       << info.name() << "=" << hint;
   }
   if (!isReasonableShape(shape))
     return emitError(loc) << "has an invalid or too large shape (qatc allows "
@@ -902,6 +914,15 @@ OwningOpRef<ModuleOp> GraphImporter::importModel(onnxpb::ModelProto &model) {
   func.setType(
       builder.getFunctionType(argTypes, ValueRange(results).getTypes()));
   func->setAttr("onnx.input_names", builder.getStrArrayAttr(argNames));
+  if (!dynamicInputDims.empty()) {
+    SmallVector<Attribute> perInput;
+    for (StringRef name : argNames) {
+      auto it = dynamicInputDims.find(name.str());
+      perInput.push_back(builder.getDenseI64ArrayAttr(
+          it == dynamicInputDims.end() ? ArrayRef<int64_t>() : it->second));
+    }
+    func->setAttr(kDynamicInputDimsAttr, builder.getArrayAttr(perInput));
+  }
   func->setAttr("onnx.output_names", builder.getStrArrayAttr(outNames));
 
   if (!unsupported.empty()) {

@@ -261,11 +261,15 @@ FailureOr<std::vector<Tensor>> qatc::ref::evaluate(ModuleOp module,
     auto names = op->getAttrOfType<ArrayAttr>(qatc::kOutputNamesAttr);
     for (auto [i, r] : llvm::enumerate(op->getResults())) {
       Tensor &t = (*results)[i];
-      if (options.onTensor && names && i < names.size() &&
+      if (names && i < names.size() &&
           !isa<onnx::ConstantOp, qatc::qat::ConstantOp>(op)) {
         StringRef name = cast<StringAttr>(names[i]).getValue();
-        if (!name.empty())
+        if (!name.empty() && options.onTensor)
           options.onTensor(name, t);
+        if (!name.empty() && options.substitute)
+          if (const Tensor *other = options.substitute(name))
+            if (other->dtype() == t.dtype() && other->shape() == t.shape())
+              t = *other;
       }
       values[r] = std::move(t);
       countUses(r);

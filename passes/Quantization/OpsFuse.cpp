@@ -170,6 +170,14 @@ struct QatOpsFusePass : public qatc::quantization::impl::QatOpsFuseBase<QatOpsFu
               [&](Operation *o) { fusePool(o); });
     }
     tagRemainingOps();
+    // Biases and BatchNorm parameters now live in the fused epilogues.
+    SmallVector<Operation *> dead;
+    getOperation().walk([&](onnx::ConstantOp cst) {
+      if (cst->use_empty())
+        dead.push_back(cst);
+    });
+    for (Operation *op : dead)
+      op->erase();
   }
 
   DenseSet<Operation *> erased;

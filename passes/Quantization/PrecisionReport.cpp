@@ -126,7 +126,9 @@ struct QatPrecisionReportPass
     std::map<std::string, Operation *> best;
     std::vector<std::pair<OnnxLocInfo, Operation *>> seen;
     module.walk([&](Operation *op) {
-      if (isa<ModuleOp, func::FuncOp, func::ReturnOp>(op))
+      // Epilogue constants carry the names of the nodes they came from; the
+      // op that uses them reports those nodes.
+      if (isa<ModuleOp, func::FuncOp, func::ReturnOp, onnx::ConstantOp>(op))
         return;
       for (const OnnxLocInfo &info : getOnnxLocInfos(op->getLoc())) {
         if (info.name.empty() || info.kind == kInitializerKind ||

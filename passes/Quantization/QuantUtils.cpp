@@ -38,6 +38,8 @@ std::string qatc::quantization::getTensorName(Value v) {
 
 void qatc::quantization::setTensorName(Operation *op, StringRef name,
                                        unsigned index) {
+  if (name.empty() && !op->hasAttr(kOutputNamesAttr))
+    return;
   SmallVector<Attribute> names;
   if (auto old = op->getAttrOfType<ArrayAttr>(kOutputNamesAttr))
     names.assign(old.begin(), old.end());

@@ -50,6 +50,13 @@ cl::opt<bool> fp64("fp64",
                    cl::desc("Compute in float64 (to measure the fp32 noise "
                             "floor of a Q/DQ model)"),
                    cl::sub(qatc::driver::evalCommand));
+cl::opt<std::string> layerwiseDir(
+    "layerwise",
+    cl::desc("Evaluate one layer at a time: every op reads the tensors of "
+             "this dump directory (another evaluation's --dump-tensors) "
+             "instead of its own, so each layer's dumped output shows only "
+             "its own error"),
+    cl::value_desc("DIR"), cl::sub(qatc::driver::evalCommand));
 ImportCLOptions importOptions(qatc::driver::evalCommand);
 
 /// Prints a one-line summary of an output tensor.
@@ -195,6 +202,21 @@ int qatc::driver::runEval() {
   }
   EvalOptions options;
   options.fp64 = fp64;
+  llvm::StringMap<Tensor> reference;
+  if (!layerwiseDir.empty()) {
+    auto tensors = readTensors(layerwiseDir);
+    if (!tensors) {
+      llvm::errs() << "qatc eval: --layerwise: "
+                   << llvm::toString(tensors.takeError()) << "\n";
+      return 1;
+    }
+    for (auto &[name, t] : *tensors)
+      reference[name] = t;
+    options.substitute = [&](StringRef name) -> const Tensor * {
+      auto it = reference.find(name);
+      return it == reference.end() ? nullptr : &it->second;
+    };
+  }
   std::string dumpError;
   if (dumper)
     options.onTensor = [&](StringRef name, const Tensor &t) {

@@ -27,12 +27,20 @@ namespace qatc {
 inline constexpr int64_t kMinOpset = 7;
 inline constexpr int64_t kMaxOpset = 21;
 
+/// Function attribute: for each graph input, the dimensions that were
+/// dynamic in the model and set to 1 (absent when none was).
+inline constexpr llvm::StringLiteral kDynamicInputDimsAttr =
+    "onnx.dynamic_input_dims";
+
 struct ImportOptions {
   /// Shapes that pin graph inputs with dynamic dimensions: name -> dims.
   std::map<std::string, std::vector<int64_t>> inputShapes;
   /// Graph inputs replaced by constants (shape, size or bound inputs that
   /// qatc needs at compile time): name -> value.
   std::map<std::string, NpyArray> frozenInputs;
+  /// Do not warn about dynamic dimensions set to 1 (a command that takes
+  /// the shapes from its input data re-imports with them).
+  bool quietDynamicDims = false;
   /// Keep unsupported nodes as `onnx.Unsupported` ops and succeed (for
   /// inspection); by default they are reported, all at once, as errors.
   bool allowUnsupported = false;

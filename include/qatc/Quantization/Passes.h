@@ -10,6 +10,7 @@
 
 #include "qatc/Dialect/Onnx/OnnxOps.h"
 #include "qatc/Dialect/Qat/QatOps.h"
+#include "qatc/Quantization/Recipe.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"

@@ -30,6 +30,12 @@ struct EvalOptions {
   /// Called for every graph input and every op result that names an ONNX
   /// tensor, in evaluation order.
   std::function<void(llvm::StringRef name, const Tensor &value)> onTensor;
+  /// Layer-wise evaluation: after an op computes a named tensor (and
+  /// `onTensor` saw it), its consumers read this tensor instead when it
+  /// returns one of the same type and shape, so each layer runs on another
+  /// evaluation's inputs (e.g. the reference's, to check one layer at a
+  /// time).
+  std::function<const Tensor *(llvm::StringRef name)> substitute;
 };
 
 /// Evaluates the model's `@main_graph` on `inputs` (in the order of the graph

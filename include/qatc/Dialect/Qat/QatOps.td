@@ -75,7 +75,7 @@ def Qat_QuantizeOp : Qat_Op<"quantize"> {
   let arguments = (ins Qat_FloatTensor:$input, Qat_RoundingAttr:$rounding);
   let results = (outs Qat_QuantTensor:$output);
   let assemblyFormat =
-      "$input `round` $rounding attr-dict `:` type($input) `->` type($output)";
+      "$input attr-dict `:` type($input) `->` type($output)";
 }
 
 def Qat_DequantizeOp : Qat_Op<"dequantize"> {
@@ -103,7 +103,7 @@ def Qat_RequantizeOp : Qat_Op<"requantize",
                    Qat_RoundingAttr:$rounding);
   let results = (outs Qat_PerTensorQuantTensor:$output);
   let assemblyFormat =
-      "$input `round` $rounding attr-dict `:` type($input) `->` type($output)";
+      "$input attr-dict `:` type($input) `->` type($output)";
 }
 
 //===----------------------------------------------------------------------===//
@@ -147,7 +147,7 @@ def Qat_ConvOp : Qat_LinearOp<"conv"> {
     %y = qat.conv %x, %w bias(%b) {activation = #qat.clamp<relu>,
            dilations = array<i64: 1, 1>, group = 1 : i64,
            pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>}
-           round half_to_even : (...) -> tensor<1x16x8x8x!quant.uniform<i8:f32, 0.05>>
+           rounding = #qat.rounding<half_to_even>} : (...) -> tensor<1x16x8x8x!quant.uniform<i8:f32, 0.05>>
     ```
   }];
   let arguments = (ins Qat_PerTensorQuantTensor:$input,
@@ -164,7 +164,7 @@ def Qat_ConvOp : Qat_LinearOp<"conv"> {
   let assemblyFormat = [{
     $input `,` $weight (`bias` `(` $bias^ `)`)?
     (`scale` `(` $channel_scale^ `)`)? (`residual` `(` $residual^ `)`)?
-    attr-dict `round` $rounding `:` functional-type(operands, results)
+    attr-dict `:` functional-type(operands, results)
   }];
   let extraClassDeclaration = epilogueDecl;
 }
@@ -190,7 +190,7 @@ def Qat_MatMulOp : Qat_LinearOp<"matmul"> {
   let assemblyFormat = [{
     $lhs `,` $rhs (`bias` `(` $bias^ `)`)?
     (`scale` `(` $channel_scale^ `)`)? (`residual` `(` $residual^ `)`)?
-    attr-dict `round` $rounding `:` functional-type(operands, results)
+    attr-dict `:` functional-type(operands, results)
   }];
   let extraClassDeclaration = epilogueDecl;
 }
@@ -207,7 +207,7 @@ class Qat_ElementwiseOp<string mnemonic, string formula>
                    Qat_RoundingAttr:$rounding);
   let results = (outs Qat_QuantOrFloatTensor:$output);
   let assemblyFormat = [{
-    $lhs `,` $rhs attr-dict `round` $rounding `:`
+    $lhs `,` $rhs attr-dict `:`
     functional-type(operands, results)
   }];
   let extraClassDefinition = [{
@@ -237,7 +237,7 @@ def Qat_AvgPoolOp : Qat_Op<"avg_pool",
                    Qat_RoundingAttr:$rounding);
   let results = (outs Qat_QuantOrFloatTensor:$output);
   let assemblyFormat = [{
-    $input attr-dict `round` $rounding `:` type($input) `->` type($output)
+    $input attr-dict `:` type($input) `->` type($output)
   }];
 }
 
@@ -248,7 +248,7 @@ def Qat_GlobalAvgPoolOp : Qat_Op<"global_avg_pool",
                    Qat_RoundingAttr:$rounding);
   let results = (outs Qat_QuantOrFloatTensor:$output);
   let assemblyFormat = [{
-    $input attr-dict `round` $rounding `:` type($input) `->` type($output)
+    $input attr-dict `:` type($input) `->` type($output)
   }];
 }
 
