@@ -56,6 +56,19 @@ bool isBoundaryOrMovement(StringRef opType) {
 /// Compute nodes: what the precision question is about.
 bool isCompute(const Row &row) { return !isBoundaryOrMovement(row.opType); }
 
+/// The node that names `op` best: for a fused op its compute node, not the
+/// first dequantize it absorbed.
+std::string primaryNodeName(Operation *op) {
+  std::string fallback;
+  for (const OnnxLocInfo &info : getOnnxLocInfos(op->getLoc())) {
+    if (fallback.empty())
+      fallback = info.name;
+    if (info.kind != "QuantizeLinear" && info.kind != "DequantizeLinear")
+      return info.name;
+  }
+  return fallback;
+}
+
 /// The consumers of `v`, named for a reason string.
 std::string describeUsers(Value v) {
   std::string out;
@@ -66,7 +79,7 @@ std::string describeUsers(Value v) {
       out += "the graph output";
       continue;
     }
-    std::string name = getNodeName(user);
+    std::string name = primaryNodeName(user);
     out += user->getName().getStringRef().str();
     if (!name.empty())
       out += " \"" + name + "\"";
@@ -96,8 +109,9 @@ std::string boundaryReason(Operation *op) {
     Operation *def = q.getInput().getDefiningOp();
     std::string from =
         def ? def->getName().getStringRef().str() +
-                  (getNodeName(def).empty() ? ""
-                                            : " \"" + getNodeName(def) + "\"")
+                  (primaryNodeName(def).empty()
+                       ? ""
+                       : " \"" + primaryNodeName(def) + "\"")
             : std::string("a graph input");
     return "quantizes the fp32 output of " + from + " for " +
            describeUsers(q.getOutput());

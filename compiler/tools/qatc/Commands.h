@@ -12,8 +12,11 @@
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
+#include "mlir/Pass/PassManager.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <functional>
 
 namespace qatc::driver {
 
@@ -26,14 +29,30 @@ int runEval();
 extern llvm::cl::SubCommand compareCommand;
 int runCompare();
 
+extern llvm::cl::SubCommand compileCommand;
+int runCompile();
+
+/// The command-line choices that shape the lowering pipeline.
+struct CompilePipelineFlags {
+  bool trtCompat = false;
+  std::string precisionOverride;
+  std::string precisionReport;
+  bool remarks = false;
+};
+
+/// The pipeline `qatc compile` runs (and `qatc eval --stage=qat`): the
+/// `qat-lower` pipeline of qatc-opt with the given flags.
+void buildCompilePipeline(mlir::PassManager &pm,
+                          const CompilePipelineFlags &flags);
+
 /// Loads a model for a command: ONNX (binary or text) through the importer
 /// with the command's import options, or an MLIR file. Diagnostics go to
 /// stderr in the `model.onnx: node "..." (#i, Op): error: ...` form while the
 /// returned handler lives in the context.
-mlir::OwningOpRef<mlir::ModuleOp> loadModel(mlir::MLIRContext &ctx,
-                                            llvm::StringRef path,
-                                            const ImportCLOptions &options,
-                                            llvm::StringRef command);
+mlir::OwningOpRef<mlir::ModuleOp>
+loadModel(mlir::MLIRContext &ctx, llvm::StringRef path,
+          const ImportCLOptions &options, llvm::StringRef command,
+          const std::function<void(ImportOptions &)> &adjust = {});
 
 /// Prints what a user wants to know about an imported model: I/O, op counts,
 /// quantization and weights.

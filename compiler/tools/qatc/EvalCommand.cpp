@@ -50,6 +50,13 @@ cl::opt<bool> fp64("fp64",
                    cl::desc("Compute in float64 (to measure the fp32 noise "
                             "floor of a Q/DQ model)"),
                    cl::sub(qatc::driver::evalCommand));
+cl::opt<std::string> stage(
+    "stage",
+    cl::desc("Which form of an ONNX model to evaluate: onnx (the graph as "
+             "written, the default) or qat (after the quantization passes, "
+             "as `qatc compile --emit=qat` produces it)"),
+    cl::value_desc("onnx|qat"), cl::init("onnx"),
+    cl::sub(qatc::driver::evalCommand));
 cl::opt<std::string> layerwiseDir(
     "layerwise",
     cl::desc("Evaluate one layer at a time: every op reads the tensors of "
@@ -94,8 +101,16 @@ int qatc::driver::runEval() {
   MLIRContext ctx(registry);
   ctx.printOpOnDiagnostic(false);
   OnnxDiagnosticHandler handler(&ctx, llvm::errs());
+  if (stage != "onnx" && stage != "qat") {
+    llvm::errs() << "qatc eval: --stage=" << stage
+                 << " is not one of onnx, qat\n";
+    return 2;
+  }
+  // Dynamic dimensions take their sizes from the data, so no warning about
+  // setting them to 1.
+  auto quiet = [](ImportOptions &o) { o.quietDynamicDims = true; };
   OwningOpRef<ModuleOp> module =
-      loadModel(ctx, modelPath, importOptions, "eval");
+      loadModel(ctx, modelPath, importOptions, "eval", quiet);
   if (!module)
     return 1;
   func::FuncOp func = getMainFunction(*module);
@@ -189,6 +204,39 @@ int qatc::driver::runEval() {
       return 1;
     }
     given.push_back(*t);
+  }
+
+  // Re-import with the data's sizes for the dimensions the model leaves
+  // dynamic.
+  if (auto dynamic = func->getAttrOfType<ArrayAttr>(kDynamicInputDimsAttr)) {
+    std::map<std::string, std::vector<int64_t>> shapes;
+    for (auto [i, attr] : llvm::enumerate(dynamic)) {
+      auto dims = cast<DenseI64ArrayAttr>(attr).asArrayRef();
+      auto argType = cast<RankedTensorType>(func.getArgument(i).getType());
+      if (dims.empty() || given[i].rank() != argType.getRank() ||
+          given[i].shape() == argType.getShape())
+        continue;
+      shapes[names[i]] = std::vector<int64_t>(given[i].shape().begin(),
+                                              given[i].shape().end());
+    }
+    if (!shapes.empty()) {
+      module = loadModel(ctx, modelPath, importOptions, "eval",
+                         [&](ImportOptions &o) {
+                           o.quietDynamicDims = true;
+                           for (auto &[name, dims] : shapes)
+                             o.inputShapes.emplace(name, dims);
+                         });
+      if (!module)
+        return 1;
+      func = getMainFunction(*module);
+    }
+  }
+  if (stage == "qat") {
+    PassManager pm(&ctx, ModuleOp::getOperationName());
+    buildCompilePipeline(pm, {});
+    if (failed(pm.run(*module)))
+      return 1;
+    func = getMainFunction(*module);
   }
 
   std::optional<TensorDumper> dumper;

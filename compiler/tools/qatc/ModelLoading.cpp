@@ -12,14 +12,17 @@
 
 using namespace mlir;
 
-OwningOpRef<ModuleOp> qatc::driver::loadModel(MLIRContext &ctx, StringRef path,
-                                              const ImportCLOptions &cl,
-                                              StringRef command) {
+OwningOpRef<ModuleOp>
+qatc::driver::loadModel(MLIRContext &ctx, StringRef path,
+                        const ImportCLOptions &cl, StringRef command,
+                        const std::function<void(ImportOptions &)> &adjust) {
   ImportOptions options;
   if (std::string err = cl.get(options); !err.empty()) {
     llvm::errs() << "qatc " << command << ": " << err << "\n";
     return nullptr;
   }
+  if (adjust)
+    adjust(options);
   if (path.ends_with(".mlir") || path.ends_with(".mlirbc")) {
     DialectRegistry registry;
     qatc::registerAllDialects(registry);

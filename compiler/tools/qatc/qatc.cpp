@@ -39,6 +39,8 @@ int main(int argc, char **argv) {
     return runEval();
   if (compareCommand)
     return runCompare();
+  if (compileCommand)
+    return runCompile();
   if (opsCommand) {
     for (const std::string &op : qatc::getSupportedOnnxOps())
       llvm::outs() << op << "\n";
