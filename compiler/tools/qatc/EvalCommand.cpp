@@ -4,6 +4,13 @@
 //
 //   qatc eval m.onnx --input x.npy [--input name=y.npy | --input in.npz]
 //                    [-o out.npz] [--dump-tensors DIR] [--fp64]
+//                    [--stage onnx|qat] [--layerwise REFDIR]
+//                    [--batch-size N] [--labels y.npy]
+//
+// Dynamic dimensions take their sizes from the data. Data with more rows
+// than one evaluation takes (a fixed batch, or --batch-size) is evaluated in
+// chunks whose outputs are concatenated; with --labels the first output's
+// top-1 accuracy is printed.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,15 +21,18 @@
 
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 
 #include <chrono>
 #include <cmath>
+#include <cstring>
 
 using namespace mlir;
 using namespace qatc;
 using namespace qatc::ref;
+using namespace qatc::driver;
 namespace cl = llvm::cl;
 
 cl::SubCommand
@@ -30,41 +40,55 @@ cl::SubCommand
                               "Evaluate a model with the reference evaluator");
 
 namespace {
+cl::SubCommand &sub = qatc::driver::evalCommand;
 cl::opt<std::string> modelPath(cl::Positional, cl::desc("<model.onnx|.mlir>"),
-                               cl::Required,
-                               cl::sub(qatc::driver::evalCommand));
+                               cl::Required, cl::sub(sub));
 cl::list<std::string> inputSpecs(
     "input",
     cl::desc("Input data: file.npy (graph inputs in order), name=file.npy, or "
              "an .npz holding arrays named after the inputs (repeatable)"),
-    cl::value_desc("[name=]file"), cl::sub(qatc::driver::evalCommand));
+    cl::value_desc("[name=]file"), cl::sub(sub));
 cl::opt<std::string> outputPath(
     "o", cl::desc("Write the outputs to this .npz (or .npy for one output)"),
-    cl::value_desc("file"), cl::sub(qatc::driver::evalCommand));
+    cl::value_desc("file"), cl::sub(sub));
 cl::opt<std::string> dumpDir(
     "dump-tensors",
     cl::desc("Write every intermediate tensor to DIR as <name>.npy, with "
              "DIR/index.txt mapping file names to ONNX tensor names"),
-    cl::value_desc("DIR"), cl::sub(qatc::driver::evalCommand));
+    cl::value_desc("DIR"), cl::sub(sub));
 cl::opt<bool> fp64("fp64",
                    cl::desc("Compute in float64 (to measure the fp32 noise "
                             "floor of a Q/DQ model)"),
-                   cl::sub(qatc::driver::evalCommand));
+                   cl::sub(sub));
 cl::opt<std::string> stage(
     "stage",
     cl::desc("Which form of an ONNX model to evaluate: onnx (the graph as "
              "written, the default) or qat (after the quantization passes, "
              "as `qatc compile --emit=qat` produces it)"),
-    cl::value_desc("onnx|qat"), cl::init("onnx"),
-    cl::sub(qatc::driver::evalCommand));
+    cl::value_desc("onnx|qat"), cl::init("onnx"), cl::sub(sub));
 cl::opt<std::string> layerwiseDir(
     "layerwise",
     cl::desc("Evaluate one layer at a time: every op reads the tensors of "
              "this dump directory (another evaluation's --dump-tensors) "
              "instead of its own, so each layer's dumped output shows only "
              "its own error"),
-    cl::value_desc("DIR"), cl::sub(qatc::driver::evalCommand));
-ImportCLOptions importOptions(qatc::driver::evalCommand);
+    cl::value_desc("DIR"), cl::sub(sub));
+cl::opt<int64_t> batchSize(
+    "batch-size",
+    cl::desc("Rows of the input data per evaluation (default: all rows for "
+             "a dynamic batch, the model's batch otherwise)"),
+    cl::init(0), cl::sub(sub));
+cl::opt<std::string> labelsPath(
+    "labels",
+    cl::desc("Integer class labels (.npy, one per row): print the first "
+             "output's top-1 accuracy"),
+    cl::value_desc("file.npy"), cl::sub(sub));
+ImportCLOptions importOptions(sub);
+
+int fail(const llvm::Twine &message) {
+  llvm::errs() << "qatc eval: " << message << "\n";
+  return 1;
+}
 
 /// Prints a one-line summary of an output tensor.
 void summarize(llvm::raw_ostream &os, StringRef name, const Tensor &t) {
@@ -93,35 +117,11 @@ void summarize(llvm::raw_ostream &os, StringRef name, const Tensor &t) {
     os << "  argmax " << arg;
   os << "\n";
 }
-} // namespace
 
-int qatc::driver::runEval() {
-  DialectRegistry registry;
-  registerImportDialects(registry);
-  MLIRContext ctx(registry);
-  ctx.printOpOnDiagnostic(false);
-  OnnxDiagnosticHandler handler(&ctx, llvm::errs());
-  if (stage != "onnx" && stage != "qat") {
-    llvm::errs() << "qatc eval: --stage=" << stage
-                 << " is not one of onnx, qat\n";
-    return 2;
-  }
-  // Dynamic dimensions take their sizes from the data, so no warning about
-  // setting them to 1.
-  auto quiet = [](ImportOptions &o) { o.quietDynamicDims = true; };
-  OwningOpRef<ModuleOp> module =
-      loadModel(ctx, modelPath, importOptions, "eval", quiet);
-  if (!module)
-    return 1;
-  func::FuncOp func = getMainFunction(*module);
-  if (!func) {
-    llvm::errs() << modelPath << ": error: no function to evaluate\n";
-    return 1;
-  }
-  std::vector<std::string> names = getInputNames(func);
+/// Binds the --input arguments to the graph inputs `names`.
+FailureOr<std::vector<Tensor>> bindInputs(func::FuncOp func,
+                                          ArrayRef<std::string> names) {
   std::vector<std::optional<Tensor>> inputs(names.size());
-
-  // Bind --input arguments: named, .npz by name, or positional .npy.
   auto indexOf = [&](StringRef name) -> int {
     for (size_t i = 0; i < names.size(); ++i)
       if (names[i] == name)
@@ -130,8 +130,8 @@ int qatc::driver::runEval() {
   };
   auto bind = [&](int i, Tensor t, StringRef spec) {
     if (inputs[i]) {
-      llvm::errs() << "qatc eval: --input " << spec << ": graph input '"
-                   << names[i] << "' is already given\n";
+      fail("--input " + spec + ": graph input '" + names[i] +
+           "' is already given");
       return false;
     }
     inputs[i] = std::move(t);
@@ -152,74 +152,118 @@ int qatc::driver::runEval() {
             : std::string();
     auto tensors = readTensors(file);
     if (!tensors) {
-      llvm::errs() << "qatc eval: --input " << spec
-                   << (target.empty() || named
-                           ? ""
-                           : " (for graph input '" + target + "')")
-                   << ": " << llvm::toString(tensors.takeError()) << "\n";
-      return 1;
+      fail("--input " + spec +
+           (target.empty() || named ? ""
+                                    : " (for graph input '" + target + "')") +
+           ": " + llvm::toString(tensors.takeError()));
+      return failure();
     }
     if (named) {
       int i = indexOf(lhs);
       if (i < 0) {
-        llvm::errs() << "qatc eval: --input " << spec << ": the model has no "
-                     << "graph input '" << lhs
-                     << "' (inputs: " << llvm::join(names, ", ") << ")\n";
-        return 1;
+        fail("--input " + spec + ": the model has no graph input '" + lhs +
+             "' (inputs: " + llvm::join(names, ", ") + ")");
+        return failure();
       }
       if (tensors->size() != 1) {
-        llvm::errs() << "qatc eval: --input " << spec << ": the file holds "
-                     << tensors->size() << " arrays; give one .npy per input\n";
-        return 1;
+        fail("--input " + spec + ": the file holds " +
+             Twine(tensors->size()) + " arrays; give one .npy per input");
+        return failure();
       }
       if (!bind(i, tensors->front().second, spec))
-        return 1;
+        return failure();
     } else if (file.ends_with(".npz")) {
       for (auto &[name, t] : *tensors) {
         int i = indexOf(name);
         if (i < 0) {
-          llvm::errs() << "qatc eval: --input " << spec << ": array '" << name
-                       << "' names no graph input (inputs: "
-                       << llvm::join(names, ", ") << ")\n";
-          return 1;
+          fail("--input " + spec + ": array '" + name +
+               "' names no graph input (inputs: " + llvm::join(names, ", ") +
+               ")");
+          return failure();
         }
         if (!bind(i, t, spec))
-          return 1;
+          return failure();
       }
     } else {
       if (nextPositional >= names.size()) {
-        llvm::errs() << "qatc eval: --input " << spec
-                     << ": more inputs than the model's " << names.size()
-                     << "\n";
-        return 1;
+        fail("--input " + spec + ": more inputs than the model's " +
+             Twine(names.size()));
+        return failure();
       }
       bind(nextPositional++, tensors->front().second, spec);
     }
   }
-  SmallVector<Tensor> given;
+  std::vector<Tensor> given;
   for (auto [i, t] : llvm::enumerate(inputs)) {
     if (!t) {
       emitError(func.getArgument(i).getLoc())
           << "no data given; pass --input " << names[i] << "=file.npy";
-      return 1;
+      return failure();
     }
     given.push_back(*t);
   }
+  return given;
+}
 
-  // Re-import with the data's sizes for the dimensions the model leaves
-  // dynamic.
-  if (auto dynamic = func->getAttrOfType<ArrayAttr>(kDynamicInputDimsAttr)) {
+/// Rows [first, first + count) of `t`.
+Tensor sliceRows(const Tensor &t, int64_t first, int64_t count) {
+  SmallVector<int64_t> shape(t.shape());
+  shape[0] = count;
+  Tensor out(t.dtype(), shape);
+  size_t rowBytes = t.dim(0) ? t.byteSize() / t.dim(0) : 0;
+  std::memcpy(out.mutableData<char>(), t.bytes() + first * rowBytes,
+              count * rowBytes);
+  return out;
+}
+
+/// Concatenates tensors along axis 0.
+Tensor concatRows(ArrayRef<Tensor> parts) {
+  SmallVector<int64_t> shape(parts.front().shape());
+  shape[0] = 0;
+  for (const Tensor &p : parts)
+    shape[0] += p.dim(0);
+  Tensor out(parts.front().dtype(), shape);
+  size_t offset = 0;
+  for (const Tensor &p : parts) {
+    std::memcpy(out.mutableData<char>() + offset, p.bytes(), p.byteSize());
+    offset += p.byteSize();
+  }
+  return out;
+}
+
+/// Evaluates the model on data whose rows may span several evaluations.
+class ChunkedEvaluator {
+public:
+  ChunkedEvaluator(MLIRContext &ctx) : ctx(ctx) {}
+
+  /// Imports (or re-imports) the model with `rows` rows for every input
+  /// whose batch dimension is dynamic; runs the qat pipeline if asked.
+  FailureOr<ModuleOp> moduleFor(ArrayRef<Tensor> inputs) {
     std::map<std::string, std::vector<int64_t>> shapes;
-    for (auto [i, attr] : llvm::enumerate(dynamic)) {
-      auto dims = cast<DenseI64ArrayAttr>(attr).asArrayRef();
-      auto argType = cast<RankedTensorType>(func.getArgument(i).getType());
-      if (dims.empty() || given[i].rank() != argType.getRank() ||
-          given[i].shape() == argType.getShape())
-        continue;
-      shapes[names[i]] = std::vector<int64_t>(given[i].shape().begin(),
-                                              given[i].shape().end());
+    if (auto dynamic = firstFunc->getAttrOfType<ArrayAttr>(
+            kDynamicInputDimsAttr)) {
+      for (auto [i, attr] : llvm::enumerate(dynamic)) {
+        auto dims = cast<DenseI64ArrayAttr>(attr).asArrayRef();
+        auto argType =
+            cast<RankedTensorType>(firstFunc.getArgument(i).getType());
+        if (dims.empty() || inputs[i].rank() != argType.getRank() ||
+            inputs[i].shape() == argType.getShape())
+          continue;
+        shapes[names[i]] = std::vector<int64_t>(inputs[i].shape().begin(),
+                                                inputs[i].shape().end());
+      }
     }
-    if (!shapes.empty()) {
+    std::string key;
+    for (auto &[name, dims] : shapes)
+      for (int64_t d : dims)
+        key += name + ":" + std::to_string(d) + ",";
+    auto it = modules.find(key);
+    if (it != modules.end())
+      return it->second.get();
+    OwningOpRef<ModuleOp> module;
+    if (shapes.empty() && first) {
+      module = std::move(first);
+    } else {
       module = loadModel(ctx, modelPath, importOptions, "eval",
                          [&](ImportOptions &o) {
                            o.quietDynamicDims = true;
@@ -227,44 +271,124 @@ int qatc::driver::runEval() {
                              o.inputShapes.emplace(name, dims);
                          });
       if (!module)
-        return 1;
-      func = getMainFunction(*module);
+        return failure();
     }
+    if (stage == "qat") {
+      PassManager pm(&ctx, ModuleOp::getOperationName());
+      buildCompilePipeline(pm, {});
+      if (failed(pm.run(*module)))
+        return failure();
+    }
+    ModuleOp result = *module;
+    modules[key] = std::move(module);
+    return result;
   }
-  if (stage == "qat") {
-    PassManager pm(&ctx, ModuleOp::getOperationName());
-    buildCompilePipeline(pm, {});
-    if (failed(pm.run(*module)))
-      return 1;
-    func = getMainFunction(*module);
+
+  OwningOpRef<ModuleOp> first;
+  func::FuncOp firstFunc;
+  std::vector<std::string> names;
+
+private:
+  MLIRContext &ctx;
+  std::map<std::string, OwningOpRef<ModuleOp>> modules;
+};
+
+/// Prints top-1 accuracy of `logits` [N, C] against `labelsPath`.
+int printAccuracy(const Tensor &logits) {
+  auto labels = readTensors(labelsPath);
+  if (!labels)
+    return fail("--labels: " + llvm::toString(labels.takeError()));
+  Tensor y = castTensor(labels->front().second, DType::I64);
+  if (logits.rank() != 2 || y.numElements() != logits.dim(0))
+    return fail("--labels: " + Twine(y.numElements()) +
+                " labels for a first output of shape " + logits.describe());
+  Tensor l = castTensor(logits, DType::F64);
+  int64_t n = l.dim(0), c = l.dim(1), correct = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const double *row = l.data<double>() + i * c;
+    int64_t best = std::max_element(row, row + c) - row;
+    correct += best == y.data<int64_t>()[i];
+  }
+  llvm::outs() << "top-1 accuracy: "
+               << llvm::format("%.2f", 100.0 * correct / std::max<int64_t>(n, 1))
+               << "% (" << correct << "/" << n << ")\n";
+  return 0;
+}
+
+} // namespace
+
+int qatc::driver::runEval() {
+  DialectRegistry registry;
+  registerImportDialects(registry);
+  MLIRContext ctx(registry);
+  ctx.printOpOnDiagnostic(false);
+  OnnxDiagnosticHandler handler(&ctx, llvm::errs());
+  if (stage != "onnx" && stage != "qat")
+    return fail("--stage=" + stage + " is not one of onnx, qat");
+  if (batchSize < 0)
+    return fail("--batch-size must be positive");
+  // Dynamic dimensions take their sizes from the data, so no warning about
+  // setting them to 1.
+  ChunkedEvaluator chunks(ctx);
+  chunks.first = loadModel(ctx, modelPath, importOptions, "eval",
+                           [](ImportOptions &o) { o.quietDynamicDims = true; });
+  if (!chunks.first)
+    return 1;
+  chunks.firstFunc = getMainFunction(*chunks.first);
+  if (!chunks.firstFunc)
+    return fail(modelPath + ": no function to evaluate");
+  func::FuncOp func = chunks.firstFunc;
+  chunks.names = getInputNames(func);
+  auto given = bindInputs(func, chunks.names);
+  if (failed(given))
+    return 1;
+
+  // Rows per evaluation: --batch-size, else the model's fixed batch, else
+  // all the data.
+  bool dynamicBatch = false;
+  if (auto dynamic = func->getAttrOfType<ArrayAttr>(kDynamicInputDimsAttr))
+    dynamicBatch = llvm::all_of(dynamic, [](Attribute a) {
+      return llvm::is_contained(cast<DenseI64ArrayAttr>(a).asArrayRef(), 0);
+    });
+  auto argType = cast<RankedTensorType>(func.getArgument(0).getType());
+  int64_t rows = given->front().rank() > 0 ? given->front().dim(0) : 1;
+  int64_t chunk = batchSize ? batchSize
+                  : dynamicBatch || argType.getRank() == 0
+                      ? rows
+                      : argType.getDimSize(0);
+  // Only data that differs from the model's input in its batch dimension is
+  // split; anything else reaches the evaluator, which names the mismatch.
+  bool chunked = argType.getRank() > 0 &&
+                 given->front().rank() == argType.getRank() &&
+                 given->front().shape().drop_front() ==
+                     argType.getShape().drop_front() &&
+                 chunk < rows;
+  if (chunked) {
+    if (!dynamicBatch && chunk != argType.getDimSize(0))
+      return fail("--batch-size " + Twine(chunk) +
+                  " differs from the model's fixed batch " +
+                  Twine(argType.getDimSize(0)));
+    if (!dynamicBatch && rows % chunk != 0)
+      return fail(Twine(rows) + " rows of data do not split into batches of " +
+                  Twine(chunk) + " (the model's fixed batch)");
+    for (const Tensor &t : *given)
+      if (t.rank() == 0 || t.dim(0) != rows)
+        return fail("every input must have the same number of rows to be "
+                    "evaluated in batches");
+    if (!dumpDir.empty() || !layerwiseDir.empty())
+      return fail("--dump-tensors and --layerwise need the data in one "
+                  "evaluation (use --batch-size " + Twine(rows) + ")");
   }
 
   std::optional<TensorDumper> dumper;
   if (!dumpDir.empty()) {
     auto d = TensorDumper::create(dumpDir);
-    if (!d) {
-      llvm::errs() << "qatc eval: " << llvm::toString(d.takeError()) << "\n";
-      return 1;
-    }
+    if (!d)
+      return fail(llvm::toString(d.takeError()));
     dumper.emplace(std::move(*d));
   }
   EvalOptions options;
   options.fp64 = fp64;
-  llvm::StringMap<Tensor> reference;
-  if (!layerwiseDir.empty()) {
-    auto tensors = readTensors(layerwiseDir);
-    if (!tensors) {
-      llvm::errs() << "qatc eval: --layerwise: "
-                   << llvm::toString(tensors.takeError()) << "\n";
-      return 1;
-    }
-    for (auto &[name, t] : *tensors)
-      reference[name] = t;
-    options.substitute = [&](StringRef name) -> const Tensor * {
-      auto it = reference.find(name);
-      return it == reference.end() ? nullptr : &it->second;
-    };
-  }
   std::string dumpError;
   if (dumper)
     options.onTensor = [&](StringRef name, const Tensor &t) {
@@ -273,27 +397,66 @@ int qatc::driver::runEval() {
       if (llvm::Error e = dumper->add(name, t))
         dumpError = llvm::toString(std::move(e));
     };
+  llvm::StringMap<Tensor> reference;
+  if (!layerwiseDir.empty()) {
+    auto tensors = readTensors(layerwiseDir);
+    if (!tensors)
+      return fail("--layerwise: " + llvm::toString(tensors.takeError()));
+    for (auto &[name, t] : *tensors)
+      reference[name] = t;
+    options.substitute = [&](StringRef name) -> const Tensor * {
+      auto it = reference.find(name);
+      return it == reference.end() ? nullptr : &it->second;
+    };
+  }
+
   auto start = std::chrono::steady_clock::now();
-  auto outputs = evaluate(*module, given, options);
+  std::vector<std::vector<Tensor>> parts;
+  std::vector<std::string> outNames;
+  for (int64_t first = 0; first < (chunked ? rows : 1); first += chunk) {
+    std::vector<Tensor> inputs = *given;
+    if (chunked)
+      for (Tensor &t : inputs)
+        t = sliceRows(t, first, std::min(chunk, rows - first));
+    auto module = chunks.moduleFor(inputs);
+    if (failed(module))
+      return 1;
+    auto outputs = evaluate(*module, inputs, options);
+    if (failed(outputs))
+      return 1;
+    outNames = getOutputNames(getMainFunction(*module));
+    parts.push_back(std::move(*outputs));
+  }
   double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
-  if (failed(outputs))
-    return 1;
+  std::vector<Tensor> outputs;
+  for (size_t o = 0; o < parts.front().size(); ++o) {
+    std::vector<Tensor> pieces;
+    for (auto &p : parts) {
+      if (parts.size() > 1 && p[o].rank() == 0)
+        return fail("output '" + outNames[o] +
+                    "' has no batch axis; evaluate the data in one batch");
+      pieces.push_back(p[o]);
+    }
+    outputs.push_back(pieces.size() == 1 ? pieces.front()
+                                         : concatRows(pieces));
+  }
   if (dumper) {
     if (dumpError.empty())
       if (llvm::Error e = dumper->finish())
         dumpError = llvm::toString(std::move(e));
-    if (!dumpError.empty()) {
-      llvm::errs() << "qatc eval: --dump-tensors: " << dumpError << "\n";
-      return 1;
-    }
+    if (!dumpError.empty())
+      return fail("--dump-tensors: " + dumpError);
   }
-  std::vector<std::string> outNames = getOutputNames(func);
-  llvm::outs() << "evaluated " << modelPath << (fp64 ? " in float64" : "")
-               << " in " << llvm::format("%.3f", seconds) << " s\n";
+  llvm::outs() << "evaluated " << modelPath
+               << (stage == "qat" ? " (qat stage)" : "")
+               << (fp64 ? " in float64" : "");
+  if (chunked)
+    llvm::outs() << " in " << parts.size() << " batches of " << chunk;
+  llvm::outs() << " in " << llvm::format("%.3f", seconds) << " s\n";
   NamedTensors named;
-  for (auto [name, t] : llvm::zip(outNames, *outputs)) {
+  for (auto [name, t] : llvm::zip(outNames, outputs)) {
     summarize(llvm::outs(), name, t);
     named.emplace_back(name, t);
   }
@@ -301,11 +464,11 @@ int qatc::driver::runEval() {
     llvm::outs() << "wrote " << dumper->count() << " tensors to " << dumpDir
                  << "\n";
   if (!outputPath.empty()) {
-    if (llvm::Error e = writeTensors(outputPath, named)) {
-      llvm::errs() << "qatc eval: " << llvm::toString(std::move(e)) << "\n";
-      return 1;
-    }
+    if (llvm::Error e = writeTensors(outputPath, named))
+      return fail(llvm::toString(std::move(e)));
     llvm::outs() << "wrote " << outputPath << "\n";
   }
+  if (!labelsPath.empty())
+    return printAccuracy(outputs.front());
   return 0;
 }
