@@ -543,8 +543,9 @@ def strip_initializer_identities(proto):
 
 
 def export_onnx(model, example_input, path, input_names=("input",), output_names=("output",),
-                opset=13, check=True, keep_identity=False):
-    """torch.onnx.export with static shapes (no dynamic axes), constant folding
+                opset=13, check=True, keep_identity=False, dynamic_axes=None):
+    """torch.onnx.export with static shapes (unless `dynamic_axes`, passed on
+    to torch.onnx.export, e.g. {"input": {0: "batch"}}), constant folding
     and eval mode; then (unless keep_identity) removes the exporter's
     initializer-dedup Identity nodes (see `strip_initializer_identities`),
     and checks the file with onnx.checker (opset == `opset`, ir_version <= 8).
@@ -557,7 +558,8 @@ def export_onnx(model, example_input, path, input_names=("input",), output_names
         torch.onnx.export(model, args, str(path), opset_version=opset,
                           do_constant_folding=True,
                           training=torch.onnx.TrainingMode.EVAL,
-                          input_names=list(input_names), output_names=list(output_names))
+                          input_names=list(input_names), output_names=list(output_names),
+                          dynamic_axes=dynamic_axes)
     proto = onnx.load(str(path))
     if not keep_identity and strip_initializer_identities(proto):
         onnx.save(proto, str(path))

@@ -75,8 +75,9 @@ cl::opt<std::string> layerwiseDir(
     cl::value_desc("DIR"), cl::sub(sub));
 cl::opt<int64_t> batchSize(
     "batch-size",
-    cl::desc("Rows of the input data per evaluation (default: all rows for "
-             "a dynamic batch, the model's batch otherwise)"),
+    cl::desc("Rows of the input data per evaluation when the model's batch "
+             "dimension is dynamic (default: all rows; a fixed batch is "
+             "always used as is)"),
     cl::init(0), cl::sub(sub));
 cl::opt<std::string> labelsPath(
     "labels",
@@ -343,7 +344,7 @@ int qatc::driver::runEval() {
   if (failed(given))
     return 1;
 
-  // Rows per evaluation: --batch-size, else the model's fixed batch, else
+  // Rows per evaluation: the model's fixed batch, else --batch-size, else
   // all the data.
   bool dynamicBatch = false;
   if (auto dynamic = func->getAttrOfType<ArrayAttr>(kDynamicInputDimsAttr))
@@ -352,10 +353,10 @@ int qatc::driver::runEval() {
     });
   auto argType = cast<RankedTensorType>(func.getArgument(0).getType());
   int64_t rows = given->front().rank() > 0 ? given->front().dim(0) : 1;
-  int64_t chunk = batchSize ? batchSize
-                  : dynamicBatch || argType.getRank() == 0
-                      ? rows
-                      : argType.getDimSize(0);
+  int64_t chunk = argType.getRank() == 0 ? rows
+                  : !dynamicBatch        ? argType.getDimSize(0)
+                  : batchSize            ? batchSize
+                                         : rows;
   // Only data that differs from the model's input in its batch dimension is
   // split; anything else reaches the evaluator, which names the mismatch.
   bool chunked = argType.getRank() > 0 &&
@@ -364,10 +365,6 @@ int qatc::driver::runEval() {
                      argType.getShape().drop_front() &&
                  chunk < rows;
   if (chunked) {
-    if (!dynamicBatch && chunk != argType.getDimSize(0))
-      return fail("--batch-size " + Twine(chunk) +
-                  " differs from the model's fixed batch " +
-                  Twine(argType.getDimSize(0)));
     if (!dynamicBatch && rows % chunk != 0)
       return fail(Twine(rows) + " rows of data do not split into batches of " +
                   Twine(chunk) + " (the model's fixed batch)");

@@ -1,0 +1,247 @@
+#!/usr/bin/env python3
+"""Precision preservation of the quantization passes on real Q/DQ models.
+
+For every Q/DQ model (the generator's manifest, --extra models, and optionally
+more generated models from --optional-dir):
+
+1. `qatc compile --emit=qat` with a JSON precision report. Every Conv, Gemm
+   and MatMul whose inputs the model quantizes must be an int8 qat op (the
+   generated models quantize all of them), and every fp32 compute node, and
+   every quantize/dequantize left standing, must carry a reason.
+2. Per layer: the reference evaluation of the Q/DQ graph is dumped, then the
+   qat IR is evaluated layer-wise (`--layerwise`: every op reads the
+   reference's tensors). Each int8 tensor the qat IR produces must equal the
+   reference's within 1 LSB on at most 0.1 % of its elements (the numerical
+   contract in docs/Design.md); float tensors within 1e-4 of their range.
+3. End to end: the qat IR's outputs must be within the model's noise floor
+   (the same band ort_differential.py uses: the fp32-vs-fp64 distance of the
+   Q/DQ graph, doubled, at least 1 % of the range).
+4. Classifiers with labelled test data (--labelled model:x.npy:y.npy) must
+   give identical top-1 predictions in the qat IR and the Q/DQ graph.
+
+Prints the int8 coverage table and exits 1 on failure. Run with Debian's
+/usr/bin/python3 (numpy, onnx).
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import numpy as np
+import onnx
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ort_differential import band, graph_inputs, load_outputs, metrics, read_index  # noqa: E402
+
+MAX_LSB = 1
+MAX_LSB_FRACTION = 0.001
+FLOAT_RANGE_REL = 1e-4
+TIMEOUT = 1800
+
+
+def run(cmd):
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT)
+    return p.returncode, p.stdout, p.stderr
+
+
+class Checker:
+    def __init__(self, args):
+        self.args = args
+        self.failures = []
+        self.table = []
+
+    def fail(self, label, msg):
+        self.failures.append(f"{label}: {msg}")
+        print(f"   FAIL {msg}", flush=True)
+
+    def qatc(self, *cmd):
+        rc, out, err = run([self.args.qatc, *cmd])
+        if rc:
+            raise RuntimeError(f"qatc {' '.join(cmd)} failed:\n{err[-2000:]}")
+        return out
+
+    def check(self, label, path, inputs):
+        print(f"== {label}", flush=True)
+        work = os.path.join(self.args.work, label)
+        if os.path.isdir(work):
+            shutil.rmtree(work)
+        os.makedirs(work)
+        qat = os.path.join(work, "model.qat.mlir")
+        report_path = os.path.join(work, "report.json")
+        start = time.time()
+        self.qatc("compile", path, "--emit=qat", "-o", qat,
+                  f"--precision-report={report_path}")
+        compile_s = time.time() - start
+        with open(report_path) as f:
+            report = json.load(f)
+        s = report["summary"]
+        nodes = report["nodes"]
+        fp32 = [n for n in nodes if n["compute"] and n["precision"] == "fp32"]
+        for n in nodes:
+            if n["precision"] in ("fp32", "quantize", "dequantize", "removed") \
+                    and not n.get("reason"):
+                self.fail(label, f"node {n['node']} ({n['precision']}) has no reason")
+        if s["conv_gemm_matmul_int8"] != s["conv_gemm_matmul"]:
+            left = [n["node"] for n in fp32 if n["op_type"] in ("Conv", "Gemm", "MatMul")]
+            self.fail(label, f"{s['conv_gemm_matmul'] - s['conv_gemm_matmul_int8']} "
+                             f"Conv/Gemm/MatMul not int8: {left[:5]}")
+
+        ins = [f"--input={k}={v}" for k, v in inputs.items()]
+        ref_dump, lw_dump = os.path.join(work, "ref"), os.path.join(work, "layerwise")
+        ref_out, f64_out, qat_out = (os.path.join(work, n) for n in
+                                     ("ref.npz", "ref64.npz", "qat.npz"))
+        self.qatc("eval", path, *ins, "-o", ref_out, f"--dump-tensors={ref_dump}")
+        self.qatc("eval", path, *ins, "-o", f64_out, "--fp64")
+        self.qatc("eval", qat, *ins, "-o", qat_out)
+        self.qatc("eval", qat, *ins, "-o", os.path.join(work, "lw.npz"),
+                  f"--dump-tensors={lw_dump}", f"--layerwise={ref_dump}")
+
+        # Per layer.
+        ref_idx, lw_idx = read_index(ref_dump), read_index(lw_dump)
+        common = [n for n in lw_idx if n in ref_idx]
+        worst_frac, max_lsb, int8_tensors = 0.0, 0, 0
+        for name in common:
+            a, b = np.load(ref_idx[name]), np.load(lw_idx[name])
+            if a.shape != b.shape or a.dtype != b.dtype:
+                self.fail(label, f"{name}: qat {b.dtype}{list(b.shape)}, "
+                                 f"reference {a.dtype}{list(a.shape)}")
+                continue
+            if a.dtype in (np.int8, np.uint8):
+                int8_tensors += 1
+                d = np.abs(a.astype(np.int32) - b.astype(np.int32))
+                lsb = int(d.max()) if d.size else 0
+                frac = float(np.count_nonzero(d)) / max(d.size, 1)
+                max_lsb, worst_frac = max(max_lsb, lsb), max(worst_frac, frac)
+                if lsb > MAX_LSB or frac > MAX_LSB_FRACTION:
+                    self.fail(label, f"{name}: {lsb} LSB on {100 * frac:.3f}% of elements "
+                                     f"(limit {MAX_LSB} LSB on {100 * MAX_LSB_FRACTION}%)")
+            elif a.dtype in (np.float32, np.float64):
+                m = metrics(a, b)
+                if m["range_rel"] > FLOAT_RANGE_REL:
+                    self.fail(label, f"{name}: float tensor off by {100 * m['range_rel']:.4f}% "
+                                     f"of its range (limit {100 * FLOAT_RANGE_REL}%)")
+        if int8_tensors == 0:
+            self.fail(label, "no int8 tensor to compare layer by layer")
+
+        # End to end.
+        ref, ref64, got = load_outputs(ref_out), load_outputs(f64_out), load_outputs(qat_out)
+        e2e = []
+        for k in ref:
+            floor = metrics(ref64[k], ref[k])
+            m = metrics(ref[k], got[k])
+            rr, cos = band(floor)
+            e2e.append((m["range_rel"], m["cosine"], rr))
+            if m["range_rel"] > rr or m["cosine"] < cos:
+                self.fail(label, f"output {k}: {100 * m['range_rel']:.3f}% of range, cosine "
+                                 f"{m['cosine']:.6f}; band {100 * rr:.2f}% / {cos:.6f} "
+                                 f"(floor {100 * floor['range_rel']:.2f}%)")
+        cp = s["compute_nodes"]
+        self.table.append((label, s["conv_gemm_matmul_int8"], s["conv_gemm_matmul"],
+                           cp.get("int8", 0) + cp.get("int8->fp32", 0), cp.get("fp32", 0),
+                           int8_tensors, max_lsb, worst_frac,
+                           max(r for r, _, _ in e2e), min(c for _, c, _ in e2e),
+                           max(b for _, _, b in e2e), compile_s))
+
+    def check_top1(self, label, path, x, y):
+        print(f"== {label}: top-1 on {x}", flush=True)
+        work = os.path.join(self.args.work, label + "_top1")
+        os.makedirs(work, exist_ok=True)
+        outs = {}
+        for stage in ("onnx", "qat"):
+            out = os.path.join(work, f"{stage}.npz")
+            text = self.qatc("eval", path, f"--input={x}", f"--stage={stage}",
+                             "--batch-size=500", "-o", out, f"--labels={y}")
+            acc = [l for l in text.splitlines() if l.startswith("top-1")]
+            print(f"   {stage}: {acc[0] if acc else '?'}", flush=True)
+            outs[stage] = next(iter(load_outputs(out).values()))
+        a, b = outs["onnx"].argmax(-1), outs["qat"].argmax(-1)
+        diff = int(np.count_nonzero(a != b))
+        if diff:
+            self.fail(label, f"top-1 differs on {diff} of {a.size} images")
+        else:
+            print(f"   identical top-1 on all {a.size} images", flush=True)
+
+
+def seeded_inputs(path, work, label):
+    model = onnx.load(path, load_external_data=False)
+    rng = np.random.default_rng(0)
+    files = {}
+    for name, dims in graph_inputs(model):
+        f = os.path.join(work, f"{label}_{name.replace('/', '_')}.npy")
+        np.save(f, rng.standard_normal(dims).astype(np.float32))
+        files[name] = f
+    return files
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--qatc", required=True)
+    p.add_argument("--models", help="generator output directory (manifest.json)")
+    p.add_argument("--optional-dir", action="append", default=[],
+                   help="more *_qdq.onnx models (all checked)")
+    p.add_argument("--extra", action="append", default=[],
+                   help="model.onnx[:name=input.npy,...]")
+    p.add_argument("--labelled", action="append", default=[],
+                   help="model.onnx:x.npy:y.npy or model.onnx:data.npz (arrays x, y): "
+                        "identical top-1 check")
+    p.add_argument("--work", required=True)
+    a = p.parse_args()
+    os.makedirs(a.work, exist_ok=True)
+    c = Checker(a)
+    models = []
+    if a.models:
+        with open(os.path.join(a.models, "manifest.json")) as f:
+            manifest = json.load(f)
+        for name, entry in sorted(manifest["models"].items()):
+            models.append((name + "_qdq", os.path.join(a.models, entry["qdq"]["file"]), None))
+    for d in a.optional_dir:
+        for f in sorted(os.listdir(d)):
+            if f.endswith("_qdq.onnx"):
+                models.append((f[:-5], os.path.join(d, f), None))
+    for spec in a.extra:
+        path, _, rest = spec.partition(":")
+        inputs = dict(kv.split("=", 1) for kv in rest.split(",") if kv) or None
+        models.append((os.path.splitext(os.path.basename(path))[0], path, inputs))
+    for label, path, inputs in models:
+        try:
+            c.check(label, path, inputs or seeded_inputs(path, a.work, label))
+        except (RuntimeError, subprocess.TimeoutExpired) as e:
+            c.fail(label, str(e))
+    for spec in a.labelled:
+        parts = spec.split(":")
+        if len(parts) == 2:
+            path, data = parts
+            with np.load(data) as z:
+                x, y = (os.path.join(a.work, os.path.basename(data) + f".{k}.npy") for k in "xy")
+                np.save(x, z["x"])
+                np.save(y, z["y"])
+        else:
+            path, x, y = parts
+        try:
+            c.check_top1(os.path.splitext(os.path.basename(path))[0], path, x, y)
+        except (RuntimeError, subprocess.TimeoutExpired) as e:
+            c.fail(path, str(e))
+
+    print("\nint8 coverage and precision (per layer: qat op on the reference's inputs;"
+          " end to end: against the Q/DQ graph)")
+    hdr = ("model", "conv/gemm/mm int8", "compute int8", "compute fp32", "int8 tensors",
+           "max LSB", "worst LSB%", "e2e range%", "e2e cosine", "band%", "compile s")
+    print("  ".join(f"{h:>18}" if i == 0 else f"{h:>12}" for i, h in enumerate(hdr)))
+    for (label, li, lt, ci, cf, nt, lsb, frac, rr, cos, b, secs) in c.table:
+        print(f"{label:>18}  {f'{li}/{lt}':>12}  {ci:>12}  {cf:>12}  {nt:>12}  {lsb:>12}  "
+              f"{100 * frac:>12.4f}  {100 * rr:>12.4f}  {cos:>12.6f}  {100 * b:>12.2f}  "
+              f"{secs:>12.2f}")
+    if c.failures:
+        print(f"\n{len(c.failures)} failure(s):")
+        for f in c.failures:
+            print("  " + f)
+        return 1
+    print(f"\nqat lowering: {len(c.table)} models, all within the contract")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
