@@ -13,9 +13,10 @@ more generated models from --optional-dir):
    reference's tensors). Each int8 tensor the qat IR produces must equal the
    reference's within 1 LSB on at most 0.1 % of its elements (the numerical
    contract in docs/Design.md); float tensors within 1e-4 of their range.
-3. End to end: the qat IR's outputs must be within the model's noise floor
-   (the same band ort_differential.py uses: the fp32-vs-fp64 distance of the
-   Q/DQ graph, doubled, at least 1 % of the range).
+3. End to end, on --seeds inputs: the qat IR's outputs must be within the
+   model's noise floor (the band ort_differential.py uses: the fp32-vs-fp64
+   distance of the Q/DQ graph, doubled, at least 1 % of the range), the
+   floor being the largest one over the inputs.
 4. Classifiers with labelled test data (--labelled model:x.npy:y.npy) must
    give identical top-1 predictions in the qat IR and the Q/DQ graph.
 
@@ -91,11 +92,8 @@ class Checker:
 
         ins = [f"--input={k}={v}" for k, v in inputs.items()]
         ref_dump, lw_dump = os.path.join(work, "ref"), os.path.join(work, "layerwise")
-        ref_out, f64_out, qat_out = (os.path.join(work, n) for n in
-                                     ("ref.npz", "ref64.npz", "qat.npz"))
-        self.qatc("eval", path, *ins, "-o", ref_out, f"--dump-tensors={ref_dump}")
-        self.qatc("eval", path, *ins, "-o", f64_out, "--fp64")
-        self.qatc("eval", qat, *ins, "-o", qat_out)
+        self.qatc("eval", path, *ins, "-o", os.path.join(work, "ref.npz"),
+                  f"--dump-tensors={ref_dump}")
         self.qatc("eval", qat, *ins, "-o", os.path.join(work, "lw.npz"),
                   f"--dump-tensors={lw_dump}", f"--layerwise={ref_dump}")
 
@@ -126,24 +124,45 @@ class Checker:
         if int8_tensors == 0:
             self.fail(label, "no int8 tensor to compare layer by layer")
 
-        # End to end.
-        ref, ref64, got = load_outputs(ref_out), load_outputs(f64_out), load_outputs(qat_out)
+        # End to end, on several inputs: the noise floor (fp32 against fp64
+        # of the same Q/DQ graph) varies a lot from one input to the next (a
+        # single flip early in the network decides it), so the band comes
+        # from the largest floor seen, and every input must stay within it.
+        runs = []
+        for seed, seed_inputs in enumerate(self.inputs_for_seeds(label, path, inputs, work)):
+            sins = [f"--input={k}={v}" for k, v in seed_inputs.items()]
+            outs = {}
+            for tag, model, extra in (("ref", path, []), ("ref64", path, ["--fp64"]),
+                                      ("qat", qat, [])):
+                out = os.path.join(work, f"e2e{seed}_{tag}.npz")
+                self.qatc("eval", model, *sins, "-o", out, *extra)
+                outs[tag] = load_outputs(out)
+            runs.append(outs)
         e2e = []
-        for k in ref:
-            floor = metrics(ref64[k], ref[k])
-            m = metrics(ref[k], got[k])
+        for k in runs[0]["ref"]:
+            floors = [metrics(r["ref64"][k], r["ref"][k]) for r in runs]
+            floor = {"range_rel": max(f["range_rel"] for f in floors),
+                     "cosine": min(f["cosine"] for f in floors)}
             rr, cos = band(floor)
-            e2e.append((m["range_rel"], m["cosine"], rr))
-            if m["range_rel"] > rr or m["cosine"] < cos:
-                self.fail(label, f"output {k}: {100 * m['range_rel']:.3f}% of range, cosine "
-                                 f"{m['cosine']:.6f}; band {100 * rr:.2f}% / {cos:.6f} "
-                                 f"(floor {100 * floor['range_rel']:.2f}%)")
+            for seed, r in enumerate(runs):
+                m = metrics(r["ref"][k], r["qat"][k])
+                e2e.append((m["range_rel"], m["cosine"], rr))
+                if m["range_rel"] > rr or m["cosine"] < cos:
+                    self.fail(label, f"output {k}, input {seed}: {100 * m['range_rel']:.3f}% of "
+                                     f"range, cosine {m['cosine']:.6f}; band {100 * rr:.2f}% / "
+                                     f"{cos:.6f} (floor {100 * floor['range_rel']:.2f}%)")
         cp = s["compute_nodes"]
         self.table.append((label, s["conv_gemm_matmul_int8"], s["conv_gemm_matmul"],
                            cp.get("int8", 0) + cp.get("int8->fp32", 0), cp.get("fp32", 0),
                            int8_tensors, max_lsb, worst_frac,
                            max(r for r, _, _ in e2e), min(c for _, c, _ in e2e),
                            max(b for _, _, b in e2e), compile_s))
+
+    def inputs_for_seeds(self, label, path, inputs, work):
+        """The given inputs, then seeded random ones up to --seeds inputs."""
+        yield inputs
+        for seed in range(1, self.args.seeds):
+            yield seeded_inputs(path, work, label, seed)
 
     def check_top1(self, label, path, x, y):
         print(f"== {label}: top-1 on {x}", flush=True)
@@ -165,12 +184,12 @@ class Checker:
             print(f"   identical top-1 on all {a.size} images", flush=True)
 
 
-def seeded_inputs(path, work, label):
+def seeded_inputs(path, work, label, seed=0):
     model = onnx.load(path, load_external_data=False)
-    rng = np.random.default_rng(0)
+    rng = np.random.default_rng(seed)
     files = {}
     for name, dims in graph_inputs(model):
-        f = os.path.join(work, f"{label}_{name.replace('/', '_')}.npy")
+        f = os.path.join(work, f"{label}_{name.replace('/', '_')}_{seed}.npy")
         np.save(f, rng.standard_normal(dims).astype(np.float32))
         files[name] = f
     return files
@@ -188,6 +207,8 @@ def main():
                    help="model.onnx:x.npy:y.npy or model.onnx:data.npz (arrays x, y): "
                         "identical top-1 check")
     p.add_argument("--work", required=True)
+    p.add_argument("--seeds", type=int, default=3,
+                   help="inputs for the end-to-end check (default 3)")
     a = p.parse_args()
     os.makedirs(a.work, exist_ok=True)
     c = Checker(a)
