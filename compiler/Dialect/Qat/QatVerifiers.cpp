@@ -1,4 +1,4 @@
-//===- QatOps.cpp - verifiers and interface methods of the qat ops --------===//
+//===- QatVerifiers.cpp - verifiers and interface methods of the qat ops --===//
 //
 // The verifiers check every shape and quantization invariant a kernel relies
 // on, so hand-written or transformed IR that breaks one fails at the op (with
