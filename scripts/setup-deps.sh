@@ -8,6 +8,7 @@ build_pkgs=(
   cmake ninja-build ccache g++ pkg-config python3
   llvm-19-dev libmlir-19-dev mlir-19-tools llvm-19-tools
   libonnx-dev libprotobuf-dev protobuf-compiler zlib1g-dev libfmt-dev
+  dataset-fashion-mnist
   libgtest-dev libgmock-dev libbenchmark-dev
 )
 test_pkgs=(

@@ -188,16 +188,38 @@ template <typename Fn> Tensor inFloat(const KernelContext &ctx, Fn &&fn) {
   return out;
 }
 
+/// A clamp's bounds in T (infinite when absent), read once per op: reading
+/// an attribute per element would dominate the evaluation.
+template <typename T> struct Bounds {
+  Bounds(qat::ClampAttr clamp)
+      : on(bool(clamp)), lo(on ? static_cast<T>(clamp.getMin()) : T(0)),
+        hi(on ? static_cast<T>(clamp.getMax()) : T(0)) {}
+  T operator()(T v) const { return !on ? v : v < lo ? lo : (v > hi ? hi : v); }
+  bool on;
+  T lo, hi;
+};
+
+/// A per-channel f32 (or f64) operand as T values.
+template <typename T> std::vector<T> channelValues(const Tensor *t) {
+  std::vector<T> out;
+  if (!t)
+    return out;
+  for (int64_t i = 0, n = t->numElements(); i < n; ++i)
+    out.push_back(t->dtype() == DType::F64
+                      ? static_cast<T>(t->data<double>()[i])
+                      : static_cast<T>(t->data<float>()[i]));
+  return out;
+}
+
 /// The epilogue of qat.conv / qat.matmul over accumulators `acc` (F64,
-/// exact) whose channel index of element i is `channelOf(i)`.
-template <typename OpTy, typename ChannelFn>
+/// exact): element i belongs to channel (i / inner) % channels.
+template <typename OpTy>
 Tensor linearEpilogue(OpTy op, const Tensor &acc, ArrayRef<Tensor> in,
-                      ChannelFn channelOf, const KernelContext &ctx) {
-  SmallVector<double> accScales = op.getAccumulatorScales();
+                      int64_t channels, int64_t inner,
+                      const KernelContext &ctx) {
   double sIn = qat::getPerTensorType(op->getOperand(0).getType()).getScale();
-  SmallVector<double> wScales =
-      qat::getChannelScales(qat::getQuantType(op->getOperand(1).getType()),
-                            static_cast<int64_t>(accScales.size()));
+  SmallVector<double> wScales = qat::getChannelScales(
+      qat::getQuantType(op->getOperand(1).getType()), channels);
   unsigned next = 2;
   const Tensor *bias = op.getBias() ? &in[next++] : nullptr;
   const Tensor *scale = op.getChannelScale() ? &in[next++] : nullptr;
@@ -205,39 +227,39 @@ Tensor linearEpilogue(OpTy op, const Tensor &acc, ArrayRef<Tensor> in,
   std::optional<QuantParams> rp;
   if (residual)
     rp.emplace(op.getResidual().getType());
-  auto act = op.getActivationAttr();
-  auto postAct = op.getResidualActivationAttr();
   auto type = op.getOutput().getType();
   return inFloat(ctx, [&](auto tag) {
     using T = decltype(tag);
     // The accumulator scale in T, as the Q/DQ graph multiplies s_x * s_w.
-    SmallVector<T> m;
+    std::vector<T> m;
     for (double w : wScales)
       m.push_back(static_cast<T>(sIn) * static_cast<T>(w));
+    std::vector<T> biases = channelValues<T>(bias),
+                   scales = channelValues<T>(scale);
+    Bounds<T> act(op.getActivationAttr()), post(op.getResidualActivationAttr());
+    T rScale = rp ? static_cast<T>(rp->scales[0]) : T(0);
+    int64_t rZero = rp ? rp->zeroPoints[0] : 0;
     const double *a = acc.data<double>();
-    auto floatAt = [&](const Tensor *t, int64_t i) -> T {
-      return t->dtype() == DType::F64 ? static_cast<T>(t->data<double>()[i])
-                                      : static_cast<T>(t->data<float>()[i]);
-    };
-    auto y = [&](int64_t i) -> T {
-      int64_t c = channelOf(i);
-      T v = static_cast<T>(a[i]) * m[c];
-      if (scale)
-        v *= floatAt(scale, c);
-      if (bias)
-        v += floatAt(bias, c);
-      if (act)
-        v = act.apply(v);
-      if (residual)
-        v += dequantizeValue<T>(intAt(*residual, i),
-                                static_cast<T>(rp->scales[0]),
-                                rp->zeroPoints[0]);
-      if (postAct)
-        v = postAct.apply(v);
-      return v;
-    };
-    return finish<T>(type, acc.numElements(), acc.shape(), ctx,
-                     op.getRounding(), y);
+    int64_t count = acc.numElements();
+    std::vector<T> y(count);
+    for (int64_t base = 0; base < count; base += inner) {
+      int64_t c = (base / inner) % channels;
+      T mc = m[c], sc = scales.empty() ? T(1) : scales[c],
+        bc = biases.empty() ? T(0) : biases[c];
+      for (int64_t i = base; i < base + inner; ++i) {
+        T v = static_cast<T>(a[i]) * mc;
+        if (scale)
+          v *= sc;
+        if (bias)
+          v += bc;
+        v = act(v);
+        if (residual)
+          v += dequantizeValue<T>(intAt(*residual, i), rScale, rZero);
+        y[i] = post(v);
+      }
+    }
+    return finish<T>(type, count, acc.shape(), ctx, op.getRounding(),
+                     [&](int64_t i) { return y[i]; });
   });
 }
 
@@ -249,8 +271,7 @@ Results evalQatConv(qat::ConvOp op, ArrayRef<Tensor> in,
   Tensor acc = convolve(x, w, shape, op.getStrides(), op.getPads(),
                         op.getDilations(), op.getGroup());
   int64_t channels = shape[1], inner = acc.numElements() / (shape[0] * channels);
-  return one(linearEpilogue(
-      op, acc, in, [&](int64_t i) { return (i / inner) % channels; }, ctx));
+  return one(linearEpilogue(op, acc, in, channels, inner, ctx));
 }
 
 Results evalQatMatMul(qat::MatMulOp op, ArrayRef<Tensor> in,
@@ -274,9 +295,7 @@ Results evalQatMatMul(qat::MatMulOp op, ArrayRef<Tensor> in,
   }
   auto shape = op.getOutput().getType().getShape();
   Tensor acc = matmul(a, b, shape);
-  int64_t channels = shape.back();
-  return one(linearEpilogue(
-      op, acc, in, [&](int64_t i) { return i % channels; }, ctx));
+  return one(linearEpilogue(op, acc, in, shape.back(), 1, ctx));
 }
 
 /// Index of output element `i` in an input of `inShape` broadcast to
@@ -312,16 +331,15 @@ Results evalElementwise(OpTy op, ArrayRef<Tensor> in, const KernelContext &ctx,
   int64_t count = 1;
   for (int64_t d : shape)
     count *= d;
-  auto act = op.getActivationAttr();
   return one(inFloat(ctx, [&](auto tag) {
     using T = decltype(tag);
+    Bounds<T> act(op.getActivationAttr());
     auto y = [&](int64_t i) -> T {
       T a = dequantizeValue<T>(intAt(in[0], ba(i)),
                                static_cast<T>(pa.scales[0]), pa.zeroPoints[0]);
       T b = dequantizeValue<T>(intAt(in[1], bb(i)),
                                static_cast<T>(pb.scales[0]), pb.zeroPoints[0]);
-      T v = isAdd ? a + b : a * b;
-      return act ? act.apply(v) : v;
+      return act(isAdd ? a + b : a * b);
     };
     return finish<T>(op.getOutput().getType(), count, shape, ctx,
                      op.getRounding(), y);

@@ -29,6 +29,9 @@ int runEval();
 extern llvm::cl::SubCommand compareCommand;
 int runCompare();
 
+extern llvm::cl::SubCommand quantizeCommand;
+int runQuantize();
+
 extern llvm::cl::SubCommand compileCommand;
 int runCompile();
 

@@ -41,6 +41,8 @@ int main(int argc, char **argv) {
     return runCompare();
   if (compileCommand)
     return runCompile();
+  if (quantizeCommand)
+    return runQuantize();
   if (opsCommand) {
     for (const std::string &op : qatc::getSupportedOnnxOps())
       llvm::outs() << op << "\n";

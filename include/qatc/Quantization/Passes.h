@@ -28,6 +28,12 @@ namespace qatc::quantization {
 #define GEN_PASS_REGISTRATION
 #include "qatc/Quantization/Passes.h.inc"
 
+/// The recipe pass with a calibration table given in memory (the driver
+/// calibrates, then inserts) instead of a cache file.
+std::unique_ptr<mlir::Pass>
+createQatRecipeInsertPass(const QatRecipeInsertOptions &options,
+                          ScaleTable scales);
+
 /// Options of the `qat-lower` pipeline (Q/DQ ONNX graph to the qat
 /// dialect).
 struct LowerToQatOptions : public mlir::PassPipelineOptions<LowerToQatOptions> {

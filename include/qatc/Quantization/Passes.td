@@ -13,6 +13,56 @@
 
 include "mlir/Pass/PassBase.td"
 
+def QatRecipeInsert : Pass<"qat-recipe-insert", "::mlir::ModuleOp"> {
+  let summary = "Insert Q/DQ into a float graph by a recipe (TensorRT or TF)";
+  let description = [{
+    Places QuantizeLinear/DequantizeLinear pairs the way a quantization
+    recipe says, with activation scales from a calibration table (TensorRT
+    calibration-cache format) and per-channel weight scales computed from
+    the weights (symmetric int8, scale = amax / 127).
+
+    - `trt`: the inputs and weights of Conv/ConvTranspose/Gemm/MatMul, the
+      residual input of Adds that join a conv branch (both inputs when both
+      or neither come from one), the inputs of AveragePool and
+      GlobalAveragePool, and every Concat input with one shared scale.
+      Outputs of weighted ops stay float; biases stay float.
+    - `tf`: weights and the outputs of each quantizable group (the end of
+      Conv/Gemm/MatMul[+BatchNormalization][+Relu/Clip] chains, Adds,
+      average pools, Concats) and the float graph inputs feeding them.
+
+    Nodes can be left float by name (regular expressions), op type, or
+    pattern (`Conv>Relu`: a Conv whose only consumer is a Relu).
+  }];
+  let options = [
+    Option<"recipe", "recipe", "std::string", "\"trt\"",
+           "placement recipe: trt (inputs and weights) or tf (outputs and "
+           "weights)">,
+    Option<"calibCache", "calib-cache", "std::string", "\"\"",
+           "calibration cache (TensorRT text format) with activation scales">,
+    ListOption<"includeNodes", "include-nodes", "std::string",
+               "quantize only nodes whose name matches one of these regular "
+               "expressions">,
+    ListOption<"excludeNodes", "exclude-nodes", "std::string",
+               "leave nodes whose name matches one of these regular "
+               "expressions float">,
+    ListOption<"includeOpTypes", "include-op-types", "std::string",
+               "quantize only nodes of these ONNX op types">,
+    ListOption<"excludeOpTypes", "exclude-op-types", "std::string",
+               "leave nodes of these ONNX op types float">,
+    ListOption<"includePatterns", "include-patterns", "std::string",
+               "quantize only the nodes of these chains (A>B: an A whose "
+               "only consumer is a B)">,
+    ListOption<"excludePatterns", "exclude-patterns", "std::string",
+               "leave the nodes of these chains float (A>B: an A whose only "
+               "consumer is a B)">,
+    Option<"residualPolicy", "residual-policy", "std::string", "\"last\"",
+           "which input of an Add joining two conv branches stays float: "
+           "last (the branch produced last, as TensorFlow's toolkit) or "
+           "longest (the longer path from the common ancestor, as "
+           "ModelOpt)">,
+  ];
+}
+
 def QatLegalityCheck : Pass<"qat-legality-check", "::mlir::ModuleOp"> {
   let summary = "Refuse Q/DQ graphs the explicit-quantization rules cannot honour";
   let description = [{

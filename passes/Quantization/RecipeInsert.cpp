@@ -1,0 +1,92 @@
+//===- RecipeInsert.cpp - insert Q/DQ into a float graph ------------------===//
+//
+// The IR form of post-training quantization: decide the placement with a
+// recipe (Recipe.cpp), take activation scales from a calibration cache
+// (TensorRT's text format) or from the driver's calibration, and insert the
+// Q/DQ pairs. `qatc quantize` applies the same plan to the ONNX file instead.
+//
+//===----------------------------------------------------------------------===//
+
+#include "QuantUtils.h"
+#include "qatc/Quantization/CalibrationCache.h"
+#include "qatc/Quantization/Passes.h"
+#include "qatc/Quantization/Recipe.h"
+
+#include "llvm/Support/MemoryBuffer.h"
+
+namespace qatc::quantization {
+#define GEN_PASS_DEF_QATRECIPEINSERT
+#include "qatc/Quantization/Passes.h.inc"
+} // namespace qatc::quantization
+
+using namespace mlir;
+using namespace qatc;
+using namespace qatc::quantization;
+
+namespace {
+
+struct QatRecipeInsertPass
+    : public qatc::quantization::impl::QatRecipeInsertBase<
+          QatRecipeInsertPass> {
+  using QatRecipeInsertBase::QatRecipeInsertBase;
+
+  QatRecipeInsertPass(const QatRecipeInsertOptions &options, ScaleTable table)
+      : QatRecipeInsertBase(options), table(std::move(table)),
+        haveTable(true) {}
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    RecipeOptions options;
+    std::string error = parseRecipeKind(recipe, options.kind);
+    if (error.empty())
+      error = parseResidualPolicy(residualPolicy, options.residual);
+    if (!error.empty()) {
+      module.emitError() << error;
+      return signalPassFailure();
+    }
+    options.includeNodes.assign(includeNodes.begin(), includeNodes.end());
+    options.excludeNodes.assign(excludeNodes.begin(), excludeNodes.end());
+    options.includeOpTypes.assign(includeOpTypes.begin(), includeOpTypes.end());
+    options.excludeOpTypes.assign(excludeOpTypes.begin(), excludeOpTypes.end());
+    options.includePatterns.assign(includePatterns.begin(),
+                                   includePatterns.end());
+    options.excludePatterns.assign(excludePatterns.begin(),
+                                   excludePatterns.end());
+    if (!haveTable && failed(readCache(module)))
+      return signalPassFailure();
+    auto decision = decideRecipe(module, options);
+    if (failed(decision))
+      return signalPassFailure();
+    auto plan = buildPlan(module, *decision, table);
+    if (failed(plan) || failed(applyPlan(module, *plan)))
+      return signalPassFailure();
+  }
+
+  LogicalResult readCache(ModuleOp module) {
+    if (calibCache.empty())
+      return module.emitError("qat-recipe-insert needs activation scales: "
+                              "give calib-cache=FILE");
+    auto buffer = llvm::MemoryBuffer::getFile(calibCache);
+    if (!buffer)
+      return module.emitError() << "cannot read the calibration cache '"
+                                << calibCache
+                                << "': " << buffer.getError().message();
+    std::string error;
+    auto cache = calib::CalibrationCache::parse((*buffer)->getBuffer(), error);
+    if (!cache)
+      return module.emitError() << calibCache << ": " << error;
+    for (const calib::CalibrationCache::Entry &e : cache->entries)
+      table[e.name] = e.scale;
+    return success();
+  }
+
+  ScaleTable table;
+  bool haveTable = false;
+};
+
+} // namespace
+
+std::unique_ptr<Pass> qatc::quantization::createQatRecipeInsertPass(
+    const QatRecipeInsertOptions &options, ScaleTable scales) {
+  return std::make_unique<QatRecipeInsertPass>(options, std::move(scales));
+}
