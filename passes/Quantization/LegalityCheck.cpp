@@ -135,6 +135,11 @@ struct QatLegalityCheckPass
           "QuantizeLinear without a zero point produces uint8 (ONNX default); "
           "TensorRT (and --trt-compat) need an int8 zero point");
     }
+    if (trtCompat && intType.isUnsigned())
+      return op->emitError()
+             << kind
+             << " uses uint8; TensorRT (and --trt-compat) accept uint8 only as "
+                "a network input or output type, not for Q/DQ";
     return success();
   }
 

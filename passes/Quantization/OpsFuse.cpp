@@ -169,6 +169,7 @@ struct QatOpsFusePass : public qatc::quantization::impl::QatOpsFuseBase<QatOpsFu
           .Case<onnx::AveragePoolOp, onnx::GlobalAveragePoolOp>(
               [&](Operation *o) { fusePool(o); });
     }
+    foldClamps();
     tagRemainingOps();
     // Biases and BatchNorm parameters now live in the fused epilogues.
     SmallVector<Operation *> dead;
@@ -576,6 +577,55 @@ struct QatOpsFusePass : public qatc::quantization::impl::QatOpsFuseBase<QatOpsFu
                                              qat::RoundingMode::HalfToEven);
     }
     commit(fused, epi);
+  }
+
+  //===--------------------------------------------------------------------===//
+  // Integer clamps after a fused op
+  //===--------------------------------------------------------------------===//
+
+  /// A qat.clamp of an int8 result becomes part of the producer's epilogue:
+  /// clamping the stored integers to [lo, hi] equals clamping the real value
+  /// to [(lo - z) s, (hi - z) s] before requantization (quantization is
+  /// monotone and those bounds are on the grid).
+  void foldClamps() {
+    SmallVector<qat::ClampOp> clamps;
+    getOperation().walk([&](qat::ClampOp c) { clamps.push_back(c); });
+    for (qat::ClampOp clamp : clamps) {
+      Value in = clamp.getInput();
+      Operation *producer = in.getDefiningOp();
+      if (!producer || !in.hasOneUse() ||
+          !isa<qat::ConvOp, qat::MatMulOp, qat::AddOp, qat::MulOp>(producer))
+        continue;
+      auto type = qat::getPerTensorType(in.getType());
+      double inf = std::numeric_limits<double>::infinity();
+      auto real = [&](int64_t q, int64_t edge, double unbounded) {
+        return q == edge ? unbounded
+                         : static_cast<double>(static_cast<float>(
+                               q - type.getZeroPoint()) *
+                           static_cast<float>(type.getScale()));
+      };
+      double lo = real(static_cast<int64_t>(clamp.getMin()),
+                       type.getStorageTypeMin(), -inf);
+      double hi = real(static_cast<int64_t>(clamp.getMax()),
+                       type.getStorageTypeMax(), inf);
+      bool hasResidual = false;
+      if (auto conv = dyn_cast<qat::ConvOp>(producer))
+        hasResidual = bool(conv.getResidual());
+      if (auto mm = dyn_cast<qat::MatMulOp>(producer))
+        hasResidual = bool(mm.getResidual());
+      StringRef attrName = hasResidual ? "residual_activation" : "activation";
+      if (auto old = producer->getAttrOfType<qat::ClampAttr>(attrName)) {
+        lo = std::max(lo, old.getMin());
+        hi = std::min(hi, old.getMax());
+        if (lo > hi)
+          continue;
+      }
+      producer->setAttr(attrName, qat::ClampAttr::get(&getContext(), lo, hi));
+      producer->setLoc(fuseLocations({producer, clamp}));
+      setTensorName(producer, getTensorName(clamp.getOutput()));
+      clamp.getOutput().replaceAllUsesWith(in);
+      clamp.erase();
+    }
   }
 
   //===--------------------------------------------------------------------===//

@@ -28,7 +28,9 @@ void qatc::quantization::buildLowerToQatPipeline(
   pm.addPass(createQatWeightsFold());
   pm.addPass(createQatQdqPropagate());
   pm.addPass(createQatOpsFuse());
-  if (!options.precisionReport.empty() || options.remarks) {
+  // The report also enforces the override file's int8 requirements.
+  if (!options.precisionReport.empty() || options.remarks ||
+      !options.precisionOverride.empty()) {
     QatPrecisionReportOptions report;
     report.file = options.precisionReport;
     report.remarks = options.remarks;

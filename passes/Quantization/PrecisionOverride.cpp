@@ -59,9 +59,13 @@ struct QatPrecisionOverridePass
       StringRef line = raw.split('#').first.trim();
       if (line.empty())
         continue;
-      auto [pattern, precision] = line.rsplit(' ');
-      pattern = pattern.trim();
-      precision = precision.trim();
+      // The precision is the last whitespace-separated word; the pattern
+      // is everything before it.
+      size_t split = line.find_last_of(" \t");
+      StringRef pattern =
+          split == StringRef::npos ? StringRef() : line.take_front(split).trim();
+      StringRef precision =
+          split == StringRef::npos ? line : line.drop_front(split + 1).trim();
       auto bad = [&](const Twine &why) {
         module.emitError() << file << ":" << i + 1 << ": " << why;
         signalPassFailure();

@@ -75,6 +75,11 @@ std::string describeUsers(Value v) {
   for (Operation *user : v.getUsers()) {
     if (!out.empty())
       out += ", ";
+    // A cast to the stored integers only hands the value on.
+    if (auto cast = dyn_cast<qat::StorageCastOp>(user)) {
+      out += describeUsers(cast.getOutput());
+      continue;
+    }
     if (isa<func::ReturnOp>(user)) {
       out += "the graph output";
       continue;
@@ -191,9 +196,16 @@ struct QatPrecisionReportPass
           continue;
         Row &row = rows[name];
         row.name = name;
-        row.opType = "?";
         row.precision = "removed";
-        row.reason = cast<StringAttr>(entry.getValue()).str();
+        auto info = dyn_cast<DictionaryAttr>(entry.getValue());
+        if (!info)
+          continue;
+        if (auto reason = info.getAs<StringAttr>("reason"))
+          row.reason = reason.str();
+        if (auto type = info.getAs<StringAttr>("op_type"))
+          row.opType = type.str();
+        if (auto index = info.getAs<IntegerAttr>("index"))
+          row.index = index.getInt();
       }
     std::vector<Row> sorted;
     for (auto &[name, row] : rows)

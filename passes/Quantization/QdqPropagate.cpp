@@ -17,6 +17,7 @@
 
 #include "QuantUtils.h"
 #include "qatc/Quantization/Passes.h"
+#include "qatc/Support/QuantMath.h"
 
 #include "mlir/IR/Iterators.h"
 #include "mlir/IR/TypeUtilities.h"
@@ -222,27 +223,24 @@ struct QatQdqPropagatePass
     }
     auto qtype = perTensorTypeOf(dqs.front().getInput());
     OpBuilder b(op);
-    Operation *twin;
+    Value moved;
     if (isa<onnx::ReluOp, onnx::ClipOp>(op)) {
       auto bounds = integerClamp(op, qtype);
       if (!bounds)
         return false;
-      auto shape = cast<RankedTensorType>(op->getResult(0).getType());
-      twin = b.create<qat::ClampOp>(op->getLoc(),
-                                    tensorOf(shape.getShape(), qtype),
-                                    dqs.front().getInput(), bounds->first,
-                                    bounds->second);
+      moved = clampOrNothing(b, op, dqs.front().getInput(), *bounds);
     } else {
       SmallVector<Value> inputs;
       for (qat::DequantizeOp dq : dqs)
         inputs.push_back(dq.getInput());
-      twin = buildIntegerTwin(b, op, inputs, qtype);
+      Operation *twin = buildIntegerTwin(b, op, inputs, qtype);
       if (!twin)
         return false;
+      moved = twin->getResult(0);
     }
     SmallVector<Operation *> dqOps(dqs.begin(), dqs.end());
     auto newDq = b.create<qat::DequantizeOp>(
-        fuseLocations(dqOps), op->getResult(0).getType(), twin->getResult(0));
+        fuseLocations(dqOps), op->getResult(0).getType(), moved);
     setTensorName(newDq, getTensorName(op->getResult(0)));
     op->getResult(0).replaceAllUsesWith(newDq.getOutput());
     op->erase();
@@ -251,8 +249,29 @@ struct QatQdqPropagatePass
     return true;
   }
 
-  /// Q(op(x)) -> op_q(Q(x)) for value-selecting ops whose only consumer is
-  /// the quantize (another consumer would need the float result).
+  /// A qat.clamp of `q` to `bounds`, or `q` itself when the bounds are the
+  /// whole storage range (a Relu after a uint8 zero point of 0, a Clip wider
+  /// than the quantized range): then `op` is redundant and recorded so.
+  Value clampOrNothing(OpBuilder &b, Operation *op, Value q,
+                       std::pair<int64_t, int64_t> bounds) {
+    auto qtype = perTensorTypeOf(q);
+    if (bounds.first <= qtype.getStorageTypeMin() &&
+        bounds.second >= qtype.getStorageTypeMax()) {
+      recordRemoved(op, (op->getName().stripDialect() +
+                         " is redundant: the quantized range already "
+                         "enforces it")
+                            .str());
+      return q;
+    }
+    auto shape = cast<RankedTensorType>(op->getResult(0).getType());
+    return b.create<qat::ClampOp>(op->getLoc(), tensorOf(shape.getShape(), qtype),
+                                  q, bounds.first, bounds.second);
+  }
+
+  /// Q(op(x)) -> op_q(Q(x)) for value-selecting ops and clamps whose only
+  /// consumer is the quantize (another consumer would need the float
+  /// result). Quantization is monotone, so Q(clamp(x, a, b)) is
+  /// clamp(Q(x), Q(a), Q(b)) whatever a and b are.
   bool moveQuantizesBackward() {
     bool changed = false;
     SmallVector<qat::QuantizeOp> all;
@@ -265,8 +284,11 @@ struct QatQdqPropagatePass
   bool moveQuantizeBackward(qat::QuantizeOp q) {
     Operation *op = q.getInput().getDefiningOp();
     auto qtype = qat::getPerTensorType(q.getType());
-    if (!op || !qtype || !isValueSelecting(op) || forcedFp32(op) ||
-        !q.getInput().hasOneUse())
+    if (!op || !qtype || forcedFp32(op) || !q.getInput().hasOneUse())
+      return false;
+    if (isa<onnx::ReluOp, onnx::ClipOp>(op))
+      return moveQuantizeBackwardAcrossClamp(q, op, qtype);
+    if (!isValueSelecting(op))
       return false;
     if (isa<onnx::MaxPoolOp, onnx::GlobalMaxPoolOp>(op) &&
         qtype.getScale() <= 0)
@@ -286,6 +308,47 @@ struct QatQdqPropagatePass
       return false;
     setTensorName(twin, getTensorName(q.getOutput()));
     q.getOutput().replaceAllUsesWith(twin->getResult(0));
+    q.erase();
+    op->erase();
+    return true;
+  }
+
+  bool moveQuantizeBackwardAcrossClamp(qat::QuantizeOp q, Operation *op,
+                                       quant::UniformQuantizedType qtype) {
+    // A clamp right after a weighted op stays float so that it becomes the
+    // fused op's activation; elsewhere it moves onto the integers.
+    Operation *producer = op->getOperand(0).getDefiningOp();
+    if (producer && isa<onnx::ConvOp, onnx::GemmOp, onnx::MatMulOp,
+                        onnx::BatchNormalizationOp, onnx::AddOp, onnx::MulOp>(
+                        producer))
+      return false;
+    int64_t qmin = qtype.getStorageTypeMin(), qmax = qtype.getStorageTypeMax();
+    auto quantizeBound = [&](std::optional<APFloat> bound, int64_t edge) {
+      if (!bound)
+        return edge;
+      return quantizeValue<float>(bound->convertToFloat(),
+                                  static_cast<float>(qtype.getScale()),
+                                  qtype.getZeroPoint(), qmin, qmax);
+    };
+    std::pair<int64_t, int64_t> bounds;
+    if (isa<onnx::ReluOp>(op)) {
+      bounds = {quantizeBound(APFloat(0.0f), qmin), qmax};
+    } else {
+      auto clip = cast<onnx::ClipOp>(op);
+      bounds = {quantizeBound(clip.getMin(), qmin),
+                quantizeBound(clip.getMax(), qmax)};
+    }
+    if (bounds.first > bounds.second)
+      return false;
+    OpBuilder b(op);
+    Value x = op->getOperand(0);
+    auto newQ = b.create<qat::QuantizeOp>(
+        q.getLoc(), tensorOf(cast<RankedTensorType>(x.getType()).getShape(), qtype),
+        x, q.getRoundingAttr());
+    Value result = clampOrNothing(b, op, newQ.getOutput(), bounds);
+    if (Operation *clamp = result.getDefiningOp<qat::ClampOp>())
+      setTensorName(clamp, getTensorName(q.getOutput()));
+    q.getOutput().replaceAllUsesWith(result);
     q.erase();
     op->erase();
     return true;

@@ -87,10 +87,17 @@ void qatc::quantization::recordRemoved(Operation *op, StringRef reason) {
   if (auto old = module->getAttrOfType<DictionaryAttr>(kRemovedNodesAttr))
     removed.append(old.getValue());
   Builder b(op->getContext());
+  size_t before = removed.getAttrs().size();
   for (const OnnxLocInfo &info : getOnnxLocInfos(op->getLoc()))
     if (!info.name.empty() && !removed.get(info.name))
-      removed.set(info.name, b.getStringAttr(reason));
-  module->setAttr(kRemovedNodesAttr, removed.getDictionary(op->getContext()));
+      removed.set(info.name,
+                  b.getDictionaryAttr(
+                      {b.getNamedAttr("reason", b.getStringAttr(reason)),
+                       b.getNamedAttr("op_type", b.getStringAttr(info.kind)),
+                       b.getNamedAttr("index", b.getI64IntegerAttr(info.index))}));
+  if (removed.getAttrs().size() != before)
+    module->setAttr(kRemovedNodesAttr,
+                    removed.getDictionary(op->getContext()));
 }
 
 std::optional<std::vector<float>>

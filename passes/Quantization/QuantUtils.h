@@ -26,7 +26,8 @@ namespace qatc::quantization {
 inline constexpr llvm::StringLiteral kFp32ReasonAttr = "qat.fp32_reason";
 /// `fp32` or `int8`, set by qat-precision-override on the nodes it matched.
 inline constexpr llvm::StringLiteral kPrecisionAttr = "qat.precision";
-/// Module attribute: nodes that passes removed, name -> reason.
+/// Module attribute: nodes that passes removed, name -> {reason, op_type,
+/// index}.
 inline constexpr llvm::StringLiteral kRemovedNodesAttr = "qat.removed_nodes";
 
 /// The ONNX tensor name of `v` (graph input name or the defining op's
