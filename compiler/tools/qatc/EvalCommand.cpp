@@ -25,9 +25,11 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <thread>
 
 using namespace mlir;
 using namespace qatc;
@@ -84,6 +86,11 @@ cl::opt<std::string> labelsPath(
     cl::desc("Integer class labels (.npy, one per row): print the first "
              "output's top-1 accuracy"),
     cl::value_desc("file.npy"), cl::sub(sub));
+cl::opt<unsigned> threads(
+    "threads",
+    cl::desc("Evaluate batches on this many threads (default: every core)"),
+    cl::init(std::max(1u, std::thread::hardware_concurrency())),
+    cl::sub(sub));
 ImportCLOptions importOptions(sub);
 
 int fail(const llvm::Twine &message) {
@@ -408,8 +415,11 @@ int qatc::driver::runEval() {
   }
 
   auto start = std::chrono::steady_clock::now();
-  std::vector<std::vector<Tensor>> parts;
-  std::vector<std::string> outNames;
+  // The chunks' inputs and modules (imported here: one per distinct shape),
+  // then the evaluations, spread over threads (each evaluation only reads
+  // its module).
+  std::vector<std::vector<Tensor>> chunkInputs;
+  std::vector<ModuleOp> chunkModules;
   for (int64_t first = 0; first < (chunked ? rows : 1); first += chunk) {
     std::vector<Tensor> inputs = *given;
     if (chunked)
@@ -418,12 +428,35 @@ int qatc::driver::runEval() {
     auto module = chunks.moduleFor(inputs);
     if (failed(module))
       return 1;
-    auto outputs = evaluate(*module, inputs, options);
-    if (failed(outputs))
-      return 1;
-    outNames = getOutputNames(getMainFunction(*module));
-    parts.push_back(std::move(*outputs));
+    chunkInputs.push_back(std::move(inputs));
+    chunkModules.push_back(*module);
   }
+  std::vector<std::string> outNames =
+      getOutputNames(getMainFunction(chunkModules.front()));
+  std::vector<std::vector<Tensor>> parts(chunkInputs.size());
+  std::atomic<size_t> nextChunk{0};
+  std::atomic<bool> failedAny{false};
+  auto worker = [&] {
+    for (size_t c = nextChunk++; c < parts.size() && !failedAny;
+         c = nextChunk++) {
+      auto outputs = evaluate(chunkModules[c], chunkInputs[c], options);
+      if (failed(outputs)) {
+        failedAny = true;
+        return;
+      }
+      parts[c] = std::move(*outputs);
+    }
+  };
+  unsigned workers =
+      std::max(1u, std::min<unsigned>(threads, chunkInputs.size()));
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < workers; ++t)
+    pool.emplace_back(worker);
+  worker();
+  for (std::thread &t : pool)
+    t.join();
+  if (failedAny)
+    return 1;
   double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
