@@ -276,8 +276,21 @@ public:
 
   void quantizeWeight(Operation *op, unsigned index) {
     Value w = op->getOperand(index);
-    if (!isConstant(w) ||
-        !cast<RankedTensorType>(w.getType()).getElementType().isF32())
+    auto isFloatConstant = [](Value v) {
+      return isConstant(v) &&
+             cast<RankedTensorType>(v.getType()).getElementType().isF32();
+    };
+    // A Linear exported as Transpose(W) + MatMul: quantize W itself, along
+    // the axis the transpose makes the output channel.
+    if (auto t = w.getDefiningOp<onnx::TransposeOp>();
+        t && isFloatConstant(t.getData()) && t->hasOneUse()) {
+      int64_t axis = weightAxis(op, w);
+      decision.weights.push_back({getTensorName(t.getData()), getNodeName(t), 0,
+                                  axis < 0 ? -1 : t.getPerm()[axis],
+                                  t.getData()});
+      return;
+    }
+    if (!isFloatConstant(w))
       return quantizeInput(op, index);
     decision.weights.push_back({getTensorName(w), getNodeName(op), index,
                                 weightAxis(op, w), w});

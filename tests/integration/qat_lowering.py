@@ -165,23 +165,34 @@ class Checker:
             yield seeded_inputs(path, work, label, seed)
 
     def check_top1(self, label, path, x, y):
+        """The qat IR's top-1 equals the Q/DQ graph's on every image, except
+        where the fp32 and fp64 evaluations of the Q/DQ graph disagree with
+        each other (a near tie of two logits inside the noise floor); there
+        the qat IR must agree with one of the two."""
         print(f"== {label}: top-1 on {x}", flush=True)
         work = os.path.join(self.args.work, label + "_top1")
         os.makedirs(work, exist_ok=True)
         outs = {}
-        for stage in ("onnx", "qat"):
-            out = os.path.join(work, f"{stage}.npz")
-            text = self.qatc("eval", path, f"--input={x}", f"--stage={stage}",
-                             "--batch-size=500", "-o", out, f"--labels={y}")
+        for tag, extra in (("onnx", ["--stage=onnx"]), ("fp64", ["--stage=onnx", "--fp64"]),
+                           ("qat", ["--stage=qat"])):
+            out = os.path.join(work, f"{tag}.npz")
+            text = self.qatc("eval", path, f"--input={x}", *extra, "--batch-size=50",
+                             "-o", out, f"--labels={y}")
             acc = [l for l in text.splitlines() if l.startswith("top-1")]
-            print(f"   {stage}: {acc[0] if acc else '?'}", flush=True)
-            outs[stage] = next(iter(load_outputs(out).values()))
-        a, b = outs["onnx"].argmax(-1), outs["qat"].argmax(-1)
-        diff = int(np.count_nonzero(a != b))
-        if diff:
-            self.fail(label, f"top-1 differs on {diff} of {a.size} images")
+            print(f"   {tag}: {acc[0] if acc else '?'}", flush=True)
+            outs[tag] = next(iter(load_outputs(out).values()))
+        ref, ref64, got = (outs[t].argmax(-1) for t in ("onnx", "fp64", "qat"))
+        differ = np.nonzero(ref != got)[0]
+        noise = [int(i) for i in differ if ref[i] != ref64[i] and got[i] == ref64[i]]
+        real = [int(i) for i in differ if int(i) not in noise]
+        if real:
+            self.fail(label, f"top-1 differs on {len(real)} of {ref.size} images "
+                             f"(first: {real[:5]})")
         else:
-            print(f"   identical top-1 on all {a.size} images", flush=True)
+            print(f"   identical top-1 on {ref.size - len(noise)} of {ref.size} images; "
+                  f"{len(noise)} within the noise floor (fp32 and fp64 evaluations of the "
+                  f"Q/DQ graph disagree there; the qat IR agrees with fp64): {noise[:5]}",
+                  flush=True)
 
 
 def seeded_inputs(path, work, label, seed=0):
