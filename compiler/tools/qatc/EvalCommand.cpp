@@ -358,15 +358,21 @@ int qatc::driver::runEval() {
     dynamicBatch = llvm::all_of(dynamic, [](Attribute a) {
       return llvm::is_contained(cast<DenseI64ArrayAttr>(a).asArrayRef(), 0);
     });
-  auto argType = cast<RankedTensorType>(func.getArgument(0).getType());
-  int64_t rows = given->front().rank() > 0 ? given->front().dim(0) : 1;
+  // (A model without graph inputs, or with empty data, runs once.)
+  RankedTensorType argType =
+      func.getNumArguments()
+          ? cast<RankedTensorType>(func.getArgument(0).getType())
+          : RankedTensorType::get({}, Float32Type::get(&ctx));
+  int64_t rows = !given->empty() && given->front().rank() > 0
+                     ? given->front().dim(0)
+                     : 1;
   int64_t chunk = argType.getRank() == 0 ? rows
                   : !dynamicBatch        ? argType.getDimSize(0)
                   : batchSize            ? batchSize
                                          : rows;
   // Only data that differs from the model's input in its batch dimension is
   // split; anything else reaches the evaluator, which names the mismatch.
-  bool chunked = argType.getRank() > 0 &&
+  bool chunked = argType.getRank() > 0 && chunk > 0 &&
                  given->front().rank() == argType.getRank() &&
                  given->front().shape().drop_front() ==
                      argType.getShape().drop_front() &&
@@ -420,7 +426,8 @@ int qatc::driver::runEval() {
   // its module).
   std::vector<std::vector<Tensor>> chunkInputs;
   std::vector<ModuleOp> chunkModules;
-  for (int64_t first = 0; first < (chunked ? rows : 1); first += chunk) {
+  int64_t step = chunked ? chunk : 1;
+  for (int64_t first = 0; first < (chunked ? rows : 1); first += step) {
     std::vector<Tensor> inputs = *given;
     if (chunked)
       for (Tensor &t : inputs)
