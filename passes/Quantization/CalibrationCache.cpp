@@ -9,6 +9,8 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <unordered_map>
 
 using namespace qatc;
@@ -115,6 +117,22 @@ std::string lineError(size_t line, const std::string &message) {
 }
 
 } // namespace
+
+std::optional<CalibrationCache>
+CalibrationCache::readFile(const std::string &path, std::string &error,
+                           const CacheParseOptions &options) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    error = path + ": cannot be read";
+    return std::nullopt;
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  auto cache = parse(text.str(), error, options);
+  if (!cache)
+    error = path + ": " + error;
+  return cache;
+}
 
 std::optional<CalibrationCache>
 CalibrationCache::parse(std::string_view text, std::string &error,

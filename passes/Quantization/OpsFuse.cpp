@@ -39,11 +39,6 @@ using namespace qatc::quantization;
 
 namespace {
 
-bool forcedFp32(Operation *op) {
-  auto p = op->getAttrOfType<StringAttr>(kPrecisionAttr);
-  return p && p.getValue() == "fp32";
-}
-
 /// Marks `op` as staying fp32 because of `reason` (first reason wins).
 void setReason(Operation *op, const Twine &reason) {
   if (!op->hasAttr(kFp32ReasonAttr))
@@ -156,7 +151,7 @@ struct QatOpsFusePass : public qatc::quantization::impl::QatOpsFuseBase<QatOpsFu
     for (Operation *op : ops) {
       if (erased.contains(op))
         continue;
-      if (forcedFp32(op)) {
+      if (isForcedFp32(op)) {
         setReason(op, "forced to fp32 by --precision-override");
         continue;
       }
@@ -172,13 +167,7 @@ struct QatOpsFusePass : public qatc::quantization::impl::QatOpsFuseBase<QatOpsFu
     foldClamps();
     tagRemainingOps();
     // Biases and BatchNorm parameters now live in the fused epilogues.
-    SmallVector<Operation *> dead;
-    getOperation().walk([&](onnx::ConstantOp cst) {
-      if (cst->use_empty())
-        dead.push_back(cst);
-    });
-    for (Operation *op : dead)
-      op->erase();
+    eraseUnusedConstants(getOperation());
   }
 
   DenseSet<Operation *> erased;
@@ -207,7 +196,7 @@ struct QatOpsFusePass : public qatc::quantization::impl::QatOpsFuseBase<QatOpsFu
     };
     while (true) {
       Operation *next = getSingleUser(cur);
-      if (!next || forcedFp32(next) || next->getNumResults() != 1)
+      if (!next || isForcedFp32(next) || next->getNumResults() != 1)
         break;
       bool beforeActivation = !epi.activation && !epi.residual;
       if (auto bn = dyn_cast<onnx::BatchNormalizationOp>(next)) {
@@ -494,7 +483,7 @@ struct QatOpsFusePass : public qatc::quantization::impl::QatOpsFuseBase<QatOpsFu
   void extendShortChain(Operation *root, Epilogue &epi) {
     Value cur = root->getResult(0);
     Operation *next = getSingleUser(cur);
-    if (next && isa<onnx::ReluOp, onnx::ClipOp>(next) && !forcedFp32(next)) {
+    if (next && isa<onnx::ReluOp, onnx::ClipOp>(next) && !isForcedFp32(next)) {
       epi.activation = clampOf(next);
       epi.absorbed.push_back(next);
       cur = next->getResult(0);
@@ -637,7 +626,7 @@ struct QatOpsFusePass : public qatc::quantization::impl::QatOpsFuseBase<QatOpsFu
       if (!isa<onnx::OnnxDialect>(op->getDialect()) ||
           isa<onnx::ConstantOp>(op) || op->hasAttr(kFp32ReasonAttr))
         return;
-      if (forcedFp32(op))
+      if (isForcedFp32(op))
         return setReason(op, "forced to fp32 by --precision-override");
       bool dequantizedInput = llvm::any_of(op->getOperands(), [](Value v) {
         return getDequantize(v) != nullptr;

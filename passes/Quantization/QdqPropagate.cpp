@@ -35,11 +35,6 @@ using namespace qatc::quantization;
 
 namespace {
 
-bool forcedFp32(Operation *op) {
-  auto p = op->getAttrOfType<StringAttr>(kPrecisionAttr);
-  return p && p.getValue() == "fp32";
-}
-
 /// Ops that only move or select values (first operand is the data).
 bool isValueSelecting(Operation *op) {
   return isa<onnx::MaxPoolOp, onnx::GlobalMaxPoolOp, onnx::ReshapeOp,
@@ -200,7 +195,7 @@ struct QatQdqPropagatePass
     SmallVector<Operation *> candidates;
     getOperation().walk([&](Operation *op) {
       if ((isValueSelecting(op) || isa<onnx::ReluOp, onnx::ClipOp>(op)) &&
-          !forcedFp32(op))
+          !isForcedFp32(op))
         candidates.push_back(op);
     });
     for (Operation *op : candidates)
@@ -284,7 +279,7 @@ struct QatQdqPropagatePass
   bool moveQuantizeBackward(qat::QuantizeOp q) {
     Operation *op = q.getInput().getDefiningOp();
     auto qtype = qat::getPerTensorType(q.getType());
-    if (!op || !qtype || forcedFp32(op) || !q.getInput().hasOneUse())
+    if (!op || !qtype || isForcedFp32(op) || !q.getInput().hasOneUse())
       return false;
     if (isa<onnx::ReluOp, onnx::ClipOp>(op))
       return moveQuantizeBackwardAcrossClamp(q, op, qtype);

@@ -19,6 +19,21 @@ using namespace qatc::quantization;
 /// Elements below which constants are printed literals, not blobs.
 static constexpr int64_t kInlineElements = 16;
 
+bool qatc::quantization::isForcedFp32(Operation *op) {
+  auto p = op->getAttrOfType<StringAttr>(kPrecisionAttr);
+  return p && p.getValue() == "fp32";
+}
+
+void qatc::quantization::eraseUnusedConstants(ModuleOp module) {
+  SmallVector<Operation *> dead;
+  module.walk([&](onnx::ConstantOp cst) {
+    if (cst->use_empty())
+      dead.push_back(cst);
+  });
+  for (Operation *op : dead)
+    op->erase();
+}
+
 std::string qatc::quantization::getTensorName(Value v) {
   if (auto arg = dyn_cast<BlockArgument>(v)) {
     auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());

@@ -30,6 +30,12 @@ inline constexpr llvm::StringLiteral kPrecisionAttr = "qat.precision";
 /// index}.
 inline constexpr llvm::StringLiteral kRemovedNodesAttr = "qat.removed_nodes";
 
+/// True if qat-precision-override forced `op` to fp32.
+bool isForcedFp32(mlir::Operation *op);
+
+/// Erases the onnx.Constant ops nothing reads any more.
+void eraseUnusedConstants(mlir::ModuleOp module);
+
 /// The ONNX tensor name of `v` (graph input name or the defining op's
 /// output name), or "" when it has none.
 std::string getTensorName(mlir::Value v);

@@ -12,7 +12,6 @@
 #include "qatc/Quantization/Passes.h"
 #include "qatc/Quantization/Recipe.h"
 
-#include "llvm/Support/MemoryBuffer.h"
 
 namespace qatc::quantization {
 #define GEN_PASS_DEF_QATRECIPEINSERT
@@ -66,15 +65,10 @@ struct QatRecipeInsertPass
     if (calibCache.empty())
       return module.emitError("qat-recipe-insert needs activation scales: "
                               "give calib-cache=FILE");
-    auto buffer = llvm::MemoryBuffer::getFile(calibCache);
-    if (!buffer)
-      return module.emitError() << "cannot read the calibration cache '"
-                                << calibCache
-                                << "': " << buffer.getError().message();
     std::string error;
-    auto cache = calib::CalibrationCache::parse((*buffer)->getBuffer(), error);
+    auto cache = calib::CalibrationCache::readFile(calibCache, error);
     if (!cache)
-      return module.emitError() << calibCache << ": " << error;
+      return module.emitError() << error;
     for (const calib::CalibrationCache::Entry &e : cache->entries)
       table[e.name] = e.scale;
     return success();

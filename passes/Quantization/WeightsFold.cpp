@@ -171,13 +171,7 @@ struct QatWeightsFoldPass
     for (onnx::TransposeOp t : transposes)
       foldTranspose(t);
     // The float weights and integer initializers folded above.
-    SmallVector<Operation *> dead;
-    getOperation().walk([&](onnx::ConstantOp cst) {
-      if (cst->use_empty())
-        dead.push_back(cst);
-    });
-    for (Operation *op : dead)
-      op->erase();
+    eraseUnusedConstants(getOperation());
   }
 };
 

@@ -35,34 +35,19 @@ import numpy as np
 import onnx
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import Checker as BaseChecker, run  # noqa: E402
 from ort_differential import band, graph_inputs, load_outputs, metrics, read_index  # noqa: E402
 
 MAX_LSB = 1
 MAX_LSB_FRACTION = 0.001
 FLOAT_RANGE_REL = 1e-4
-TIMEOUT = 1800
 
 
-def run(cmd):
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT)
-    return p.returncode, p.stdout, p.stderr
 
-
-class Checker:
+class Checker(BaseChecker):
     def __init__(self, args):
-        self.args = args
-        self.failures = []
+        super().__init__(args)
         self.table = []
-
-    def fail(self, label, msg):
-        self.failures.append(f"{label}: {msg}")
-        print(f"   FAIL {msg}", flush=True)
-
-    def qatc(self, *cmd):
-        rc, out, err = run([self.args.qatc, *cmd])
-        if rc:
-            raise RuntimeError(f"qatc {' '.join(cmd)} failed:\n{err[-2000:]}")
-        return out
 
     def check(self, label, path, inputs):
         print(f"== {label}", flush=True)
@@ -176,7 +161,7 @@ class Checker:
         for tag, extra in (("onnx", ["--stage=onnx"]), ("fp64", ["--stage=onnx", "--fp64"]),
                            ("qat", ["--stage=qat"])):
             out = os.path.join(work, f"{tag}.npz")
-            text = self.qatc("eval", path, f"--input={x}", *extra, "--batch-size=50",
+            text, _ = self.qatc("eval", path, f"--input={x}", *extra, "--batch-size=50",
                              "-o", out, f"--labels={y}")
             acc = [l for l in text.splitlines() if l.startswith("top-1")]
             print(f"   {tag}: {acc[0] if acc else '?'}", flush=True)
@@ -266,13 +251,7 @@ def main():
         print(f"{label:>18}  {f'{li}/{lt}':>12}  {ci:>12}  {cf:>12}  {nt:>12}  {lsb:>12}  "
               f"{100 * frac:>12.4f}  {100 * rr:>12.4f}  {cos:>12.6f}  {100 * b:>12.2f}  "
               f"{secs:>12.2f}")
-    if c.failures:
-        print(f"\n{len(c.failures)} failure(s):")
-        for f in c.failures:
-            print("  " + f)
-        return 1
-    print(f"\nqat lowering: {len(c.table)} models, all within the contract")
-    return 0
+    return c.finish(f"qat lowering: {len(c.table)} models, all within the contract")
 
 
 if __name__ == "__main__":

@@ -41,32 +41,17 @@ import onnx
 from onnx import numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import Checker as BaseChecker, run  # noqa: E402
 from ort_differential import band, graph_inputs, load_outputs, metrics  # noqa: E402
 
-TIMEOUT = 1800
 METHODS = ("max", "percentile", "entropy", "mse")
 
 
-def run(cmd):
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT)
-    return p.returncode, p.stdout, p.stderr
 
-
-class Checker:
+class Checker(BaseChecker):
     def __init__(self, args):
-        self.args = args
-        self.failures = []
+        super().__init__(args)
         self.rows = []
-
-    def fail(self, label, msg):
-        self.failures.append(f"{label}: {msg}")
-        print(f"   FAIL {msg}", flush=True)
-
-    def qatc(self, *cmd):
-        rc, out, err = run([self.args.qatc, *cmd])
-        if rc:
-            raise RuntimeError(f"qatc {' '.join(cmd)} failed:\n{err[-3000:]}")
-        return out, err
 
     def ort(self, model, out_dir, inputs):
         if os.path.isdir(out_dir):
@@ -292,13 +277,7 @@ def main():
             label, recipe, rr, cos, b, ok = row
             print(f"  {label:28s} {recipe:4s} {100 * rr:8.4f}% of range  cosine {cos:.6f}  "
                   f"band {100 * b:.2f}%  {'ok' if ok else 'FAIL'}")
-    if c.failures:
-        print(f"\n{len(c.failures)} failure(s):")
-        for f in c.failures:
-            print("  " + f)
-        return 1
-    print("\nqatc quantize: all checks passed")
-    return 0
+    return c.finish("qatc quantize: all checks passed")
 
 
 if __name__ == "__main__":

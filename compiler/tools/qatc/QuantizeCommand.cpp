@@ -30,7 +30,6 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/ToolOutputFile.h"
 
 #include <set>
@@ -116,15 +115,10 @@ int usage(const llvm::Twine &message) {
 /// not have by name.
 LogicalResult readCache(ModuleOp module, ScaleTable &scales,
                         const std::set<std::string> &modelTensors) {
-  auto buffer = llvm::MemoryBuffer::getFile(calibCache);
-  if (!buffer)
-    return module.emitError() << "cannot read the calibration cache '"
-                              << calibCache
-                              << "': " << buffer.getError().message();
   std::string error;
-  auto cache = calib::CalibrationCache::parse((*buffer)->getBuffer(), error);
+  auto cache = calib::CalibrationCache::readFile(calibCache, error);
   if (!cache)
-    return module.emitError() << calibCache << ": " << error;
+    return module.emitError() << error;
   std::vector<std::string> unknown;
   for (const calib::CalibrationCache::Entry &e : cache->entries) {
     scales[e.name] = e.scale;

@@ -81,6 +81,11 @@ struct CalibrationCache {
   parse(std::string_view text, std::string &error,
         const CacheParseOptions &options = {});
 
+  /// Reads and parses the cache file at `path`; on failure `error` starts
+  /// with the path (and the line number for a malformed line).
+  static std::optional<CalibrationCache>
+  readFile(const std::string &path, std::string &error,
+           const CacheParseOptions &options = {});
   /// The file text: the header and one "name: hex" line per entry, in order,
   /// each ending in "\n", the hex in TensorRT's form (lower case, no leading
   /// zeros), so parse(write()) gives back the same bits and write() of that

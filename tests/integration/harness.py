@@ -1,0 +1,41 @@
+"""What the integration scripts that drive `qatc` share: running commands,
+collecting failures, and the exit status."""
+import subprocess
+
+TIMEOUT = 1800
+
+
+def run(cmd, timeout=TIMEOUT):
+    """Runs `cmd`; returns (exit code, stdout, stderr)."""
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    return p.returncode, p.stdout, p.stderr
+
+
+class Checker:
+    """Runs qatc (`args.qatc`) and collects failures per model."""
+
+    def __init__(self, args):
+        self.args = args
+        self.failures = []
+
+    def fail(self, label, msg):
+        self.failures.append(f"{label}: {msg}")
+        print(f"   FAIL {msg}", flush=True)
+
+    def qatc(self, *cmd):
+        """Runs `qatc CMD...`; raises RuntimeError with its stderr on failure,
+        returns (stdout, stderr) otherwise."""
+        rc, out, err = run([self.args.qatc, *cmd])
+        if rc:
+            raise RuntimeError(f"qatc {' '.join(cmd)} failed:\n{err[-3000:]}")
+        return out, err
+
+    def finish(self, success_message):
+        """Prints the failures (or `success_message`); returns the exit code."""
+        if self.failures:
+            print(f"\n{len(self.failures)} failure(s):")
+            for f in self.failures:
+                print("  " + f)
+            return 1
+        print("\n" + success_message)
+        return 0
