@@ -22,6 +22,7 @@
 #include "qatc/Quantization/Calibrator.h"
 #include "qatc/Quantization/Recipe.h"
 #include "qatc/Reference/Evaluator.h"
+#include "qatc/Reference/TensorIO.h"
 #include "qatc/Support/Locations.h"
 
 #include "mlir/IR/MLIRContext.h"
@@ -182,6 +183,58 @@ ScaleTable scalesOfQdqModel(ModuleOp module) {
   return scales;
 }
 
+/// Sizes for the dynamic dimensions other than the batch, taken from the
+/// first calibration file (the batch stays as imported: calibration
+/// evaluates one sample at a time).
+std::map<std::string, std::vector<int64_t>> shapesFromData(func::FuncOp func) {
+  std::map<std::string, std::vector<int64_t>> shapes;
+  auto dynamic = func->getAttrOfType<ArrayAttr>(kDynamicInputDimsAttr);
+  if (!dynamic || calibData.empty())
+    return shapes;
+  std::string file = calibData;
+  if (llvm::sys::fs::is_directory(file)) {
+    std::vector<std::string> files;
+    std::error_code ec;
+    for (llvm::sys::fs::directory_iterator it(file, ec), end; it != end && !ec;
+         it.increment(ec))
+      if (StringRef(it->path()).ends_with(".npy") ||
+          StringRef(it->path()).ends_with(".npz"))
+        files.push_back(it->path());
+    if (files.empty())
+      return shapes;
+    llvm::sort(files);
+    file = files.front();
+  }
+  auto tensors = ref::readTensors(file);
+  if (!tensors) {
+    llvm::consumeError(tensors.takeError()); // reported when loading
+    return shapes;
+  }
+  std::vector<std::string> names = ref::getInputNames(func);
+  for (auto [i, attr] : llvm::enumerate(dynamic)) {
+    auto dims = cast<DenseI64ArrayAttr>(attr).asArrayRef();
+    const ref::Tensor *data = nullptr;
+    for (auto &[name, t] : *tensors)
+      if (name == names[i] || (tensors->size() == 1 && names.size() == 1))
+        data = &t;
+    if (dims.empty() || !data)
+      continue;
+    auto type = cast<RankedTensorType>(func.getArgument(i).getType());
+    std::vector<int64_t> shape(type.getShape().begin(), type.getShape().end());
+    int64_t offset = data->rank() == type.getRank()         ? 0
+                     : data->rank() + 1 == type.getRank() ? 1
+                                                          : -1;
+    if (offset < 0)
+      continue;
+    for (int64_t d : dims)
+      if (d > 0)
+        shape[d] = data->dim(d - offset);
+    if (ArrayRef<int64_t>(shape) != type.getShape())
+      shapes[names[i]] = shape;
+  }
+  return shapes;
+}
+
 } // namespace
 
 int qatc::driver::runQuantize() {
@@ -217,6 +270,18 @@ int qatc::driver::runQuantize() {
                 [](ImportOptions &o) { o.quietDynamicDims = true; });
   if (!module)
     return 1;
+  // Dynamic image sizes and the like come from the calibration data.
+  auto shapes = shapesFromData(ref::getMainFunction(*module));
+  if (!shapes.empty()) {
+    module = loadModel(ctx, modelPath, importOptions, "quantize",
+                       [&](ImportOptions &o) {
+                         o.quietDynamicDims = true;
+                         for (auto &[name, dims] : shapes)
+                           o.inputShapes.emplace(name, dims);
+                       });
+    if (!module)
+      return 1;
+  }
 
   bool hasQdq = false;
   module->walk([&](onnx::QuantizeLinearOp) { hasQdq = true; });
