@@ -218,7 +218,7 @@ qatc::quantization::calibrate(ModuleOp module, ArrayRef<Sample> samples,
     if (!total.seen[i])
       missing.push_back(tensors[i]);
   if (!missing.empty()) {
-    module.emitError() << "calibration never computed "
+    emitError(module.getLoc()) << "calibration never computed "
                        << llvm::join(missing, ", ");
     return failure();
   }

@@ -48,7 +48,7 @@ struct QatPrecisionOverridePass
     ModuleOp module = getOperation();
     auto buffer = llvm::MemoryBuffer::getFile(file);
     if (!buffer) {
-      module.emitError() << "cannot read the precision override file '"
+      emitError(module.getLoc()) << "cannot read the precision override file '"
                          << file << "': " << buffer.getError().message();
       return signalPassFailure();
     }
@@ -67,7 +67,7 @@ struct QatPrecisionOverridePass
       StringRef precision =
           split == StringRef::npos ? line : line.drop_front(split + 1).trim();
       auto bad = [&](const Twine &why) {
-        module.emitError() << file << ":" << i + 1 << ": " << why;
+        emitError(module.getLoc()) << file << ":" << i + 1 << ": " << why;
         signalPassFailure();
       };
       if (pattern.empty() || (precision != "fp32" && precision != "int8"))
@@ -96,7 +96,7 @@ struct QatPrecisionOverridePass
     });
     for (const Rule &rule : rules)
       if (!rule.matches)
-        module.emitWarning() << file << ":" << rule.line << ": '"
+        emitWarning(module.getLoc()) << file << ":" << rule.line << ": '"
                              << rule.pattern << "' matches no node";
   }
 };

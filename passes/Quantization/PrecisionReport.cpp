@@ -227,7 +227,7 @@ struct QatPrecisionReportPass
       fileStream = std::make_unique<llvm::raw_fd_ostream>(
           file, ec, llvm::sys::fs::OF_Text);
       if (ec)
-        return getOperation().emitError()
+        return emitError(getOperation().getLoc())
                << "cannot write the precision report '" << file
                << "': " << ec.message();
       os = fileStream.get();

@@ -72,7 +72,7 @@ public:
         llvm::Regex re("^(" + p + ")$");
         std::string error;
         if (!re.isValid(error))
-          return module.emitError()
+          return emitError(module.getLoc())
                  << "invalid node-name pattern '" << p << "': " << error;
         out.push_back(std::move(re));
       }
@@ -135,7 +135,7 @@ private:
       for (StringRef &t : types)
         t = t.trim();
       if (llvm::any_of(types, [](StringRef t) { return t.empty(); }))
-        return module.emitError()
+        return emitError(module.getLoc())
                << "invalid pattern '" << p
                << "': expected op types joined by '>' (e.g. Conv>Relu)";
       module.walk([&](Operation *op) {
@@ -479,7 +479,7 @@ FailureOr<QdqPlan> qatc::quantization::buildPlan(ModuleOp module,
           ins.consumers.push_back(c);
   }
   if (!missing.empty()) {
-    InFlightDiagnostic diag = module.emitError();
+    InFlightDiagnostic diag = emitError(module.getLoc());
     diag << "the calibration table has no scale for " << missing.size()
          << " tensor" << (missing.size() > 1 ? "s" : "") << ": ";
     for (size_t i = 0; i < missing.size() && i < 10; ++i)
@@ -550,7 +550,7 @@ LogicalResult qatc::quantization::applyPlan(ModuleOp module,
                                             const QdqPlan &plan) {
   auto funcs = module.getOps<func::FuncOp>();
   if (funcs.empty())
-    return module.emitError("no function to quantize");
+    return emitError(module.getLoc(), "no function to quantize");
   func::FuncOp func = *funcs.begin();
   std::map<std::string, Value> values;
   for (BlockArgument arg : func.getArguments())
@@ -571,7 +571,7 @@ LogicalResult qatc::quantization::applyPlan(ModuleOp module,
   for (const QdqInsertion &ins : plan.insertions) {
     auto it = values.find(ins.tensor);
     if (it == values.end())
-      return module.emitError() << "no tensor named '" << ins.tensor << "'";
+      return emitError(module.getLoc()) << "no tensor named '" << ins.tensor << "'";
     Value v = it->second;
     OpBuilder b(ctx);
     if (auto arg = dyn_cast<BlockArgument>(v))
@@ -593,7 +593,7 @@ LogicalResult qatc::quantization::applyPlan(ModuleOp module,
       // time: symmetric, narrow range [-127, 127] with scale = amax / 127.
       auto floats = getConstantFloats(v);
       if (!floats)
-        return module.emitError() << "weight '" << ins.tensor
+        return emitError(module.getLoc()) << "weight '" << ins.tensor
                                   << "' is not a float constant";
       int64_t channels = perAxis ? type.getDimSize(axis) : 1, inner = 1;
       for (int64_t d = axis + 1; perAxis && d < type.getRank(); ++d)
@@ -631,7 +631,7 @@ LogicalResult qatc::quantization::applyPlan(ModuleOp module,
         }
       }
       if (!found)
-        return module.emitError() << "node '" << node << "' does not read '"
+        return emitError(module.getLoc()) << "node '" << node << "' does not read '"
                                   << ins.tensor << "' at input " << index;
     }
   }

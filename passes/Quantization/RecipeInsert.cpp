@@ -40,7 +40,7 @@ struct QatRecipeInsertPass
     if (error.empty())
       error = parseResidualPolicy(residualPolicy, options.residual);
     if (!error.empty()) {
-      module.emitError() << error;
+      emitError(module.getLoc()) << error;
       return signalPassFailure();
     }
     options.includeNodes.assign(includeNodes.begin(), includeNodes.end());
@@ -63,12 +63,12 @@ struct QatRecipeInsertPass
 
   LogicalResult readCache(ModuleOp module) {
     if (calibCache.empty())
-      return module.emitError("qat-recipe-insert needs activation scales: "
+      return emitError(module.getLoc(), "qat-recipe-insert needs activation scales: "
                               "give calib-cache=FILE");
     std::string error;
     auto cache = calib::CalibrationCache::readFile(calibCache, error);
     if (!cache)
-      return module.emitError() << error;
+      return emitError(module.getLoc()) << error;
     for (const calib::CalibrationCache::Entry &e : cache->entries)
       table[e.name] = e.scale;
     return success();
