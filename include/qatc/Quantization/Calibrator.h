@@ -14,7 +14,7 @@
 #define QATC_QUANTIZATION_CALIBRATOR_H
 
 #include "qatc/Quantization/Calibration.h"
-#include "qatc/Quantization/Recipe.h"
+#include "qatc/Quantization/ScaleTable.h"
 #include "qatc/Reference/Tensor.h"
 
 #include "mlir/IR/BuiltinOps.h"

@@ -10,7 +10,7 @@
 
 #include "qatc/Dialect/Onnx/OnnxOps.h"
 #include "qatc/Dialect/Qat/QatOps.h"
-#include "qatc/Quantization/Recipe.h"
+#include "qatc/Quantization/ScaleTable.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"

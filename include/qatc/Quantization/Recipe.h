@@ -14,6 +14,7 @@
 #define QATC_QUANTIZATION_RECIPE_H
 
 #include "qatc/Frontend/QdqPlan.h"
+#include "qatc/Quantization/ScaleTable.h"
 
 #include "mlir/IR/BuiltinOps.h"
 
@@ -22,10 +23,6 @@
 #include <vector>
 
 namespace qatc::quantization {
-
-/// Activation scales by ONNX tensor name (float32, as a calibration cache
-/// stores them).
-using ScaleTable = std::map<std::string, float>;
 
 enum class RecipeKind {
   /// TensorRT: quantize the inputs (and weights) of weighted ops, residual
