@@ -257,8 +257,14 @@ struct QatOpsFusePass : public qatc::quantization::impl::QatOpsFuseBase<QatOpsFu
         epi.residual = r->quant;
         epi.absorbed.push_back(r->op);
       } else if (isa<onnx::MulOp, onnx::DivOp>(next) && allowMatMulTerms &&
-                 beforeActivation && next->getOperand(0) == cur) {
-        auto c = channelConstant(next->getOperand(1), epi.channels, rank,
+                 beforeActivation &&
+                 (next->getOperand(0) == cur || isa<onnx::MulOp>(next)) &&
+                 next->getOperand(0) != next->getOperand(1)) {
+        // A constant factor on either side of a Mul; only the divisor of a
+        // Div (c / y is not a scaling of y).
+        Value factor = next->getOperand(0) == cur ? next->getOperand(1)
+                                                  : next->getOperand(0);
+        auto c = channelConstant(factor, epi.channels, rank,
                                  isa<onnx::MulOp>(next));
         if (!c)
           break;
