@@ -584,18 +584,19 @@ GraphImporter::convertValueInfoType(const onnxpb::ValueInfoProto &info,
     if (!isGraphInput)
       return Type(UnrankedTensorType::get(elt));
     // Like trtexec: a dynamic dimension without --input-shape becomes 1.
-    dims += (dynamic.empty() ? "" : ", ") + std::to_string(i) +
-            (dim.has_dim_param() ? " ('" + dim.dim_param() + "')"
-                                 : std::string());
+    dims +=
+        (dynamic.empty() ? "" : ", ") + std::to_string(i) +
+        (dim.has_dim_param() ? " ('" + dim.dim_param() + "')" : std::string());
     dynamic.push_back(i);
     shape.push_back(1);
   }
   if (!dynamic.empty()) {
     dynamicInputDims[info.name()] = dynamic;
     if (!options.quietDynamicDims)
-      emitWarning(loc) << "dynamic dimension" << (dynamic.size() > 1 ? "s " : " ")
-                       << dims << " set to 1; choose with --input-shape "
-                       << info.name() << "=" << hint;
+      emitWarning(loc) << "dynamic dimension"
+                       << (dynamic.size() > 1 ? "s " : " ") << dims
+                       << " set to 1; choose with --input-shape " << info.name()
+                       << "=" << hint;
   }
   if (!isReasonableShape(shape))
     return emitError(loc) << "has an invalid or too large shape (qatc allows "

@@ -9,8 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "qatc/Frontend/QdqPlan.h"
 #include "ImporterImpl.h"
+#include "qatc/Frontend/QdqPlan.h"
 #include "qatc/Support/Locations.h"
 #include "qatc/Support/QuantMath.h"
 
@@ -68,8 +68,9 @@ public:
     if (opset < 10 || (perChannel && opset < 13))
       return emitError(fileLoc)
              << "uses opset " << opset << "; QuantizeLinear/DequantizeLinear "
-             << (opset < 10 ? "need opset 10" : "with per-channel scales need "
-                                                "opset 13")
+             << (opset < 10 ? "need opset 10"
+                            : "with per-channel scales need "
+                              "opset 13")
              << " or later (re-export the model with a newer opset)";
     for (const auto &t : graph.initializer()) {
       if (t.data_location() == TP::EXTERNAL)
@@ -132,9 +133,9 @@ private:
     scale->set_data_type(TP::FLOAT);
     if (perAxis)
       scale->add_dims(static_cast<int64_t>(ins.scales.size()));
-    scale->set_raw_data(std::string(
-        reinterpret_cast<const char *>(ins.scales.data()),
-        ins.scales.size() * sizeof(float)));
+    scale->set_raw_data(
+        std::string(reinterpret_cast<const char *>(ins.scales.data()),
+                    ins.scales.size() * sizeof(float)));
     TP *zp = graph.add_initializer();
     zp->set_name(unique(ins.tensor + "_zero_point"));
     zp->set_data_type(TP::INT8);
@@ -195,8 +196,8 @@ private:
     if (ins.isWeight && init != initializers.end()) {
       auto values = floatData(*init->second);
       if (!values)
-        return emitError(fileLoc) << "weight '" << ins.tensor
-                                  << "' is not a float32 initializer";
+        return emitError(fileLoc)
+               << "weight '" << ins.tensor << "' is not a float32 initializer";
       TP *q = graph.add_initializer();
       q->set_name(unique(ins.tensor + "_quantized"));
       q->set_data_type(TP::INT8);
@@ -207,8 +208,8 @@ private:
         inner *= q->dims(d);
       std::string bytes(values->size(), '\0');
       for (size_t i = 0; i < values->size(); ++i) {
-        int64_t c = channels > 1 ? (static_cast<int64_t>(i) / inner) % channels
-                                 : 0;
+        int64_t c =
+            channels > 1 ? (static_cast<int64_t>(i) / inner) % channels : 0;
         bytes[i] = static_cast<char>(
             quantizeValue<float>((*values)[i], ins.scales[c], 0, -128, 127));
       }
@@ -217,9 +218,9 @@ private:
       replaced.insert(ins.tensor);
     } else {
       quantized = unique(ins.tensor + "_quantized");
-      before[first].push_back(makeNode("QuantizeLinear",
-                                       ins.tensor + "_QuantizeLinear",
-                                       {ins.tensor, scale, zp}, quantized, ins));
+      before[first].push_back(
+          makeNode("QuantizeLinear", ins.tensor + "_QuantizeLinear",
+                   {ins.tensor, scale, zp}, quantized, ins));
     }
     before[first].push_back(makeNode("DequantizeLinear",
                                      ins.tensor + "_DequantizeLinear",
@@ -261,8 +262,8 @@ LogicalResult qatc::applyQdqPlan(MLIRContext &ctx, StringRef path,
   auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
                                             /*RequiresNullTerminator=*/false);
   if (!buffer)
-    return emitError(fileLoc) << "cannot be read: "
-                              << buffer.getError().message();
+    return emitError(fileLoc)
+           << "cannot be read: " << buffer.getError().message();
   try {
     onnxpb::ModelProto model;
     StringRef data = (*buffer)->getBuffer();

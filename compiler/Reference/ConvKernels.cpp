@@ -188,8 +188,8 @@ Tensor qatc::ref::convolve(const Tensor &x, const Tensor &w,
                            ArrayRef<int64_t> strides, ArrayRef<int64_t> pads,
                            ArrayRef<int64_t> dilations, int64_t group) {
   Tensor out(x.dtype(), outShape);
-  Window win = makeWindow(x.shape(), outShape, w.shape().drop_front(2),
-                          strides, pads, dilations);
+  Window win = makeWindow(x.shape(), outShape, w.shape().drop_front(2), strides,
+                          pads, dilations);
   dispatchFloat(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     convImpl<T>(x, w, nullptr, win, group, out);

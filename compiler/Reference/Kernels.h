@@ -95,15 +95,18 @@ Tensor matmul(const Tensor &a, const Tensor &b,
 // MovementKernels.cpp (Concat, Slice, Transpose and Gather serve the onnx ops
 // and their qat twins alike)
 template <typename OpTy>
-Results evalConcat(OpTy op, llvm::ArrayRef<Tensor> in, const KernelContext &ctx);
+Results evalConcat(OpTy op, llvm::ArrayRef<Tensor> in,
+                   const KernelContext &ctx);
 Results evalSplit(qatc::onnx::SplitOp op, llvm::ArrayRef<Tensor> in,
                   const KernelContext &ctx);
 template <typename OpTy>
 Results evalSlice(OpTy op, llvm::ArrayRef<Tensor> in, const KernelContext &ctx);
 template <typename OpTy>
-Results evalTranspose(OpTy op, llvm::ArrayRef<Tensor> in, const KernelContext &ctx);
+Results evalTranspose(OpTy op, llvm::ArrayRef<Tensor> in,
+                      const KernelContext &ctx);
 template <typename OpTy>
-Results evalGather(OpTy op, llvm::ArrayRef<Tensor> in, const KernelContext &ctx);
+Results evalGather(OpTy op, llvm::ArrayRef<Tensor> in,
+                   const KernelContext &ctx);
 Results evalPad(qatc::onnx::PadOp op, llvm::ArrayRef<Tensor> in,
                 const KernelContext &ctx);
 Results evalResize(qatc::onnx::ResizeOp op, llvm::ArrayRef<Tensor> in,

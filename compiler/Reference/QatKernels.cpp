@@ -264,18 +264,19 @@ Tensor linearEpilogue(OpTy op, const Tensor &acc, ArrayRef<Tensor> in,
 }
 
 Results evalQatConv(qat::ConvOp op, ArrayRef<Tensor> in,
-                 const KernelContext &ctx) {
+                    const KernelContext &ctx) {
   Tensor x = centered(in[0], op.getInput().getType());
   Tensor w = centered(in[1], op.getWeight().getType());
   auto shape = op.getOutput().getType().getShape();
   Tensor acc = convolve(x, w, shape, op.getStrides(), op.getPads(),
                         op.getDilations(), op.getGroup());
-  int64_t channels = shape[1], inner = acc.numElements() / (shape[0] * channels);
+  int64_t channels = shape[1],
+          inner = acc.numElements() / (shape[0] * channels);
   return one(linearEpilogue(op, acc, in, channels, inner, ctx));
 }
 
 Results evalQatMatMul(qat::MatMulOp op, ArrayRef<Tensor> in,
-                   const KernelContext &ctx) {
+                      const KernelContext &ctx) {
   Tensor a = centered(in[0], op.getLhs().getType());
   Tensor b = centered(in[1], op.getRhs().getType());
   if (op.getTransposeRhs()) {
@@ -361,15 +362,13 @@ Tensor averagePool(Operation *op, const Tensor &q, Type inType, Type outType,
   return inFloat(ctx, [&](auto tag) {
     using T = decltype(tag);
     const double *m = mean.data<double>();
-    auto y = [&](int64_t i) -> T {
-      return static_cast<T>(m[i] * p.scales[0]);
-    };
+    auto y = [&](int64_t i) -> T { return static_cast<T>(m[i] * p.scales[0]); };
     return finish<T>(outType, mean.numElements(), shape, ctx, mode, y);
   });
 }
 
 Results evalQatQuantize(qat::QuantizeOp op, ArrayRef<Tensor> in,
-                     const KernelContext &ctx) {
+                        const KernelContext &ctx) {
   const Tensor &x = in[0];
   auto type = op.getOutput().getType();
   return one(inFloat(ctx, [&](auto tag) {
@@ -381,7 +380,7 @@ Results evalQatQuantize(qat::QuantizeOp op, ArrayRef<Tensor> in,
 }
 
 Results evalQatDequantize(qat::DequantizeOp op, ArrayRef<Tensor> in,
-                       const KernelContext &ctx) {
+                          const KernelContext &ctx) {
   const Tensor &q = in[0];
   QuantParams p(op.getInput().getType());
   Tensor out(ctx.floatType, q.shape());
@@ -392,8 +391,7 @@ Results evalQatDequantize(qat::DequantizeOp op, ArrayRef<Tensor> in,
       int64_t c = p.channel(i);
       // (x - zero_point) in the float type, times the scale, as
       // DequantizeLinear computes it.
-      dst[i] = (static_cast<T>(intAt(q, i)) -
-                static_cast<T>(p.zeroPoints[c])) *
+      dst[i] = (static_cast<T>(intAt(q, i)) - static_cast<T>(p.zeroPoints[c])) *
                static_cast<T>(p.scales[c]);
     }
   });
@@ -410,8 +408,8 @@ Results evalRequantize(qat::RequantizeOp op, ArrayRef<Tensor> in,
       return (static_cast<T>(intAt(q, i)) - static_cast<T>(p.zeroPoints[0])) *
              static_cast<T>(p.scales[0]);
     };
-    return finish<T>(op.getOutput().getType(), q.numElements(), q.shape(),
-                     ctx, op.getRounding(), y);
+    return finish<T>(op.getOutput().getType(), q.numElements(), q.shape(), ctx,
+                     op.getRounding(), y);
   }));
 }
 
@@ -457,11 +455,10 @@ Results qatc::ref::evalQat(Operation *op, ArrayRef<Tensor> in,
       .Case([&](qat::AddOp a) { return evalElementwise(a, in, ctx, true); })
       .Case([&](qat::MulOp m) { return evalElementwise(m, in, ctx, false); })
       .Case([&](qat::AvgPoolOp p) {
-        return one(averagePool(p, in[0], p.getInput().getType(),
-                               p.getOutput().getType(), p.getKernelShape(),
-                               p.getStrides(), p.getPads(),
-                               p.getCountIncludePad() != 0, p.getRounding(),
-                               ctx));
+        return one(averagePool(
+            p, in[0], p.getInput().getType(), p.getOutput().getType(),
+            p.getKernelShape(), p.getStrides(), p.getPads(),
+            p.getCountIncludePad() != 0, p.getRounding(), ctx));
       })
       .Case([&](qat::GlobalAvgPoolOp p) {
         auto shape = p.getInput().getType().getShape();

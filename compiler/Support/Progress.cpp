@@ -13,8 +13,7 @@ ProgressBar::ProgressBar(llvm::StringRef what, size_t total,
       lastDraw(start) {}
 
 double ProgressBar::elapsed() const {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                       start)
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
       .count();
 }
 

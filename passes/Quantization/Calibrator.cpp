@@ -52,8 +52,8 @@ llvm::Expected<std::vector<Sample>> qatc::quantization::loadCalibrationData(
   std::vector<std::string> files;
   if (llvm::sys::fs::is_directory(path)) {
     std::error_code ec;
-    for (llvm::sys::fs::directory_iterator it(path, ec), end;
-         it != end && !ec; it.increment(ec)) {
+    for (llvm::sys::fs::directory_iterator it(path, ec), end; it != end && !ec;
+         it.increment(ec)) {
       StringRef p = it->path();
       if (p.ends_with(".npy") || p.ends_with(".npz"))
         files.push_back(p.str());
@@ -101,7 +101,8 @@ llvm::Expected<std::vector<Sample>> qatc::quantization::loadCalibrationData(
       int64_t batch = want.empty() ? 1 : want[0];
       int64_t n;
       if (t.rank() == static_cast<int64_t>(want.size()) && !want.empty() &&
-          t.shape().drop_front() == want.drop_front() && t.dim(0) % batch == 0) {
+          t.shape().drop_front() == want.drop_front() &&
+          t.dim(0) % batch == 0) {
         n = t.dim(0) / batch;
       } else if (t.rank() + 1 == static_cast<int64_t>(want.size()) &&
                  batch == 1 && t.shape() == want.drop_front()) {
@@ -124,8 +125,8 @@ llvm::Expected<std::vector<Sample>> qatc::quantization::loadCalibrationData(
     for (int64_t k = 0; k < count; ++k) {
       Sample s;
       for (size_t i = 0; i < names.size(); ++i)
-        s.push_back(rows(data[i], k * perSample[i], perSample[i],
-                         inputShapes[i]));
+        s.push_back(
+            rows(data[i], k * perSample[i], perSample[i], inputShapes[i]));
       samples.push_back(std::move(s));
     }
   }
@@ -153,8 +154,8 @@ qatc::quantization::calibrate(ModuleOp module, ArrayRef<Sample> samples,
   llvm::StringMap<unsigned> index;
   for (auto [i, name] : llvm::enumerate(tensors))
     index[name] = i;
-  unsigned threads = std::max(1u, std::min<unsigned>(options.threads,
-                                                     samples.size()));
+  unsigned threads =
+      std::max(1u, std::min<unsigned>(options.threads, samples.size()));
   bool needHistogram = options.method != calib::Method::Max;
   auto start = std::chrono::steady_clock::now();
 
@@ -198,14 +199,13 @@ qatc::quantization::calibrate(ModuleOp module, ArrayRef<Sample> samples,
 
   // Pass 1: absolute maxima.
   std::vector<Stats> stats(threads, Stats(tensors.size()));
-  if (failed(runPass(needHistogram ? "calibrating (1/2: ranges)"
-                                   : "calibrating",
-                     stats, [](Stats &s, unsigned i, const Tensor &v) {
-                       s.absMax[i] = std::max<double>(
-                           s.absMax[i],
-                           calib::absMax(v.data<float>(), v.numElements()));
-                       s.seen[i] = true;
-                     })))
+  if (failed(runPass(
+          needHistogram ? "calibrating (1/2: ranges)" : "calibrating", stats,
+          [](Stats &s, unsigned i, const Tensor &v) {
+            s.absMax[i] = std::max<double>(
+                s.absMax[i], calib::absMax(v.data<float>(), v.numElements()));
+            s.seen[i] = true;
+          })))
     return failure();
   Stats total(tensors.size());
   for (const Stats &s : stats)
@@ -218,8 +218,8 @@ qatc::quantization::calibrate(ModuleOp module, ArrayRef<Sample> samples,
     if (!total.seen[i])
       missing.push_back(tensors[i]);
   if (!missing.empty()) {
-    emitError(module.getLoc()) << "calibration never computed "
-                       << llvm::join(missing, ", ");
+    emitError(module.getLoc())
+        << "calibration never computed " << llvm::join(missing, ", ");
     return failure();
   }
 
@@ -249,8 +249,8 @@ qatc::quantization::calibrate(ModuleOp module, ArrayRef<Sample> samples,
     result.amax[tensors[i]] = amax;
     result.scales[tensors[i]] = calib::scaleFromAmax(amax);
   }
-  result.seconds = std::chrono::duration<double>(
-                       std::chrono::steady_clock::now() - start)
-                       .count();
+  result.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   return result;
 }

@@ -43,7 +43,8 @@ bool feedsWeightOperand(Value v) {
 }
 
 struct QatLegalityCheckPass
-    : public qatc::quantization::impl::QatLegalityCheckBase<QatLegalityCheckPass> {
+    : public qatc::quantization::impl::QatLegalityCheckBase<
+          QatLegalityCheckPass> {
   using QatLegalityCheckBase::QatLegalityCheckBase;
 
   void runOnOperation() override {

@@ -72,8 +72,8 @@ std::optional<std::vector<float>> biasValues(Value v, int64_t channels) {
       auto ints = getConstantInts(dq.getInput());
       auto qtype = qat::getQuantType(dq.getInput().getType());
       if (ints && qtype) {
-        SmallVector<double> scales = qat::getChannelScales(
-            qtype, static_cast<int64_t>(ints->size()));
+        SmallVector<double> scales =
+            qat::getChannelScales(qtype, static_cast<int64_t>(ints->size()));
         SmallVector<int64_t> zps = qat::getChannelZeroPoints(
             qtype, static_cast<int64_t>(ints->size()));
         values = std::vector<float>(ints->size());
@@ -94,9 +94,8 @@ std::optional<std::vector<float>> biasValues(Value v, int64_t channels) {
 /// A constant that broadcasts along the channel axis only: a scalar, or
 /// (when `allowVector`) a vector of `channels` values along the last axis of
 /// a result of rank `rank` (shape [C], [1,C], [1,1,C]...).
-std::optional<std::vector<float>> channelConstant(Value v, int64_t channels,
-                                                  int64_t rank,
-                                                  bool allowVector) {
+std::optional<std::vector<float>>
+channelConstant(Value v, int64_t channels, int64_t rank, bool allowVector) {
   auto values = getConstantFloats(v);
   if (!values)
     return std::nullopt;
@@ -120,8 +119,8 @@ struct Epilogue {
   std::optional<std::pair<double, double>> activation, residualActivation;
   Value residual;
   SmallVector<Operation *> absorbed;
-  Value end;        // the value the fused op replaces
-  Type resultType;  // quantized (from a trailing Q) or f32
+  Value end;       // the value the fused op replaces
+  Type resultType; // quantized (from a trailing Q) or f32
 };
 
 /// The [lo, hi] clamp of a Relu or Clip.
@@ -140,7 +139,8 @@ ArrayRef<int64_t> shapeOf(Value v) {
   return cast<RankedTensorType>(v.getType()).getShape();
 }
 
-struct QatOpsFusePass : public qatc::quantization::impl::QatOpsFuseBase<QatOpsFusePass> {
+struct QatOpsFusePass
+    : public qatc::quantization::impl::QatOpsFuseBase<QatOpsFusePass> {
   void runOnOperation() override {
     SmallVector<Operation *> ops;
     getOperation().walk([&](Operation *op) {
@@ -264,8 +264,8 @@ struct QatOpsFusePass : public qatc::quantization::impl::QatOpsFuseBase<QatOpsFu
         // Div (c / y is not a scaling of y).
         Value factor = next->getOperand(0) == cur ? next->getOperand(1)
                                                   : next->getOperand(0);
-        auto c = channelConstant(factor, epi.channels, rank,
-                                 isa<onnx::MulOp>(next));
+        auto c =
+            channelConstant(factor, epi.channels, rank, isa<onnx::MulOp>(next));
         if (!c)
           break;
         if (isa<onnx::DivOp>(next))
@@ -317,8 +317,8 @@ struct QatOpsFusePass : public qatc::quantization::impl::QatOpsFuseBase<QatOpsFu
     return qat::ClampAttr::get(&getContext(), clamp->first, clamp->second);
   }
 
-  Value vectorConstant(OpBuilder &b, Location loc,
-                       const std::vector<float> &v, StringRef hint) {
+  Value vectorConstant(OpBuilder &b, Location loc, const std::vector<float> &v,
+                       StringRef hint) {
     if (v.empty())
       return {};
     return createFloatConstant(b, loc, {static_cast<int64_t>(v.size())}, v,
@@ -373,9 +373,9 @@ struct QatOpsFusePass : public qatc::quantization::impl::QatOpsFuseBase<QatOpsFu
         loc, epi.resultType, x->quant, w->quant,
         vectorConstant(b, loc, epi.bias, hint + "_bias"),
         vectorConstant(b, loc, epi.scale, hint + "_scale"), epi.residual,
-        conv.getStrides(), conv.getPads(), conv.getDilations(),
-        conv.getGroup(), toAttr(epi.activation),
-        toAttr(epi.residualActivation), qat::RoundingMode::HalfToEven);
+        conv.getStrides(), conv.getPads(), conv.getDilations(), conv.getGroup(),
+        toAttr(epi.activation), toAttr(epi.residualActivation),
+        qat::RoundingMode::HalfToEven);
     commit(fused, epi);
   }
 
@@ -595,9 +595,9 @@ struct QatOpsFusePass : public qatc::quantization::impl::QatOpsFuseBase<QatOpsFu
       double inf = std::numeric_limits<double>::infinity();
       auto real = [&](int64_t q, int64_t edge, double unbounded) {
         return q == edge ? unbounded
-                         : static_cast<double>(static_cast<float>(
-                               q - type.getZeroPoint()) *
-                           static_cast<float>(type.getScale()));
+                         : static_cast<double>(
+                               static_cast<float>(q - type.getZeroPoint()) *
+                               static_cast<float>(type.getScale()));
       };
       double lo = real(static_cast<int64_t>(clamp.getMin()),
                        type.getStorageTypeMin(), -inf);
@@ -638,8 +638,7 @@ struct QatOpsFusePass : public qatc::quantization::impl::QatOpsFuseBase<QatOpsFu
         return getDequantize(v) != nullptr;
       });
       if (dequantizedInput)
-        setReason(op, "no int8 kernel for " +
-                          op->getName().stripDialect() +
+        setReason(op, "no int8 kernel for " + op->getName().stripDialect() +
                           "; it computes in fp32 on dequantized inputs");
       else
         setReason(op, "not quantized in the model (no Q/DQ around it)");

@@ -39,7 +39,8 @@ struct Rule {
 };
 
 struct QatPrecisionOverridePass
-    : public qatc::quantization::impl::QatPrecisionOverrideBase<QatPrecisionOverridePass> {
+    : public qatc::quantization::impl::QatPrecisionOverrideBase<
+          QatPrecisionOverridePass> {
   using QatPrecisionOverrideBase::QatPrecisionOverrideBase;
 
   void runOnOperation() override {
@@ -48,8 +49,9 @@ struct QatPrecisionOverridePass
     ModuleOp module = getOperation();
     auto buffer = llvm::MemoryBuffer::getFile(file);
     if (!buffer) {
-      emitError(module.getLoc()) << "cannot read the precision override file '"
-                         << file << "': " << buffer.getError().message();
+      emitError(module.getLoc())
+          << "cannot read the precision override file '" << file
+          << "': " << buffer.getError().message();
       return signalPassFailure();
     }
     std::vector<Rule> rules;
@@ -62,8 +64,9 @@ struct QatPrecisionOverridePass
       // The precision is the last whitespace-separated word; the pattern
       // is everything before it.
       size_t split = line.find_last_of(" \t");
-      StringRef pattern =
-          split == StringRef::npos ? StringRef() : line.take_front(split).trim();
+      StringRef pattern = split == StringRef::npos
+                              ? StringRef()
+                              : line.take_front(split).trim();
       StringRef precision =
           split == StringRef::npos ? line : line.drop_front(split + 1).trim();
       auto bad = [&](const Twine &why) {
@@ -97,7 +100,7 @@ struct QatPrecisionOverridePass
     for (const Rule &rule : rules)
       if (!rule.matches)
         emitWarning(module.getLoc()) << file << ":" << rule.line << ": '"
-                             << rule.pattern << "' matches no node";
+                                     << rule.pattern << "' matches no node";
   }
 };
 

@@ -14,8 +14,8 @@
 #include "qatc/Quantization/Passes.h"
 #include "qatc/Support/Locations.h"
 
-#include "mlir/IR/TypeUtilities.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
@@ -46,11 +46,11 @@ struct Row {
 };
 
 bool isBoundaryOrMovement(StringRef opType) {
-  return llvm::is_contained(
-      {"QuantizeLinear", "DequantizeLinear", "Constant", "Identity",
-       "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Slice",
-       "Gather", "Concat", "Split", "Shape", "Cast"},
-      opType);
+  return llvm::is_contained({"QuantizeLinear", "DequantizeLinear", "Constant",
+                             "Identity", "Reshape", "Flatten", "Squeeze",
+                             "Unsqueeze", "Transpose", "Slice", "Gather",
+                             "Concat", "Split", "Shape", "Cast"},
+                            opType);
 }
 
 /// Compute nodes: what the precision question is about.
@@ -112,12 +112,11 @@ std::string precisionOf(Operation *op) {
 std::string boundaryReason(Operation *op) {
   if (auto q = dyn_cast<qat::QuantizeOp>(op)) {
     Operation *def = q.getInput().getDefiningOp();
-    std::string from =
-        def ? def->getName().getStringRef().str() +
-                  (primaryNodeName(def).empty()
-                       ? ""
-                       : " \"" + primaryNodeName(def) + "\"")
-            : std::string("a graph input");
+    std::string from = def ? def->getName().getStringRef().str() +
+                                 (primaryNodeName(def).empty()
+                                      ? ""
+                                      : " \"" + primaryNodeName(def) + "\"")
+                           : std::string("a graph input");
     return "quantizes the fp32 output of " + from + " for " +
            describeUsers(q.getOutput());
   }
@@ -126,7 +125,8 @@ std::string boundaryReason(Operation *op) {
 }
 
 struct QatPrecisionReportPass
-    : public qatc::quantization::impl::QatPrecisionReportBase<QatPrecisionReportPass> {
+    : public qatc::quantization::impl::QatPrecisionReportBase<
+          QatPrecisionReportPass> {
   using QatPrecisionReportBase::QatPrecisionReportBase;
 
   void runOnOperation() override {
@@ -182,8 +182,7 @@ struct QatPrecisionReportPass
         }
         if (remarks && isCompute(row))
           op->emitRemark() << "runs in fp32: " << row.reason;
-      } else if (row.precision == "quantize" ||
-                 row.precision == "dequantize") {
+      } else if (row.precision == "quantize" || row.precision == "dequantize") {
         row.reason = boundaryReason(op);
       } else if (row.precision == "weight") {
         row.reason = "folded into a quantized weight constant";
@@ -210,9 +209,8 @@ struct QatPrecisionReportPass
     std::vector<Row> sorted;
     for (auto &[name, row] : rows)
       sorted.push_back(row);
-    llvm::stable_sort(sorted, [](const Row &a, const Row &b) {
-      return a.index < b.index;
-    });
+    llvm::stable_sort(
+        sorted, [](const Row &a, const Row &b) { return a.index < b.index; });
     if (!file.empty() && failed(write(sorted)))
       return signalPassFailure();
     if (failedStrict)

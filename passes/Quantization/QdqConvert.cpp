@@ -139,8 +139,8 @@ struct QatQdqConvertPass
         input = back.getInput();
     if (!input)
       input = b.create<qat::StorageCastOp>(dq.getLoc(), quantTensor, dq.getX());
-    auto newDq = b.create<qat::DequantizeOp>(dq.getLoc(), dq.getY().getType(),
-                                             input);
+    auto newDq =
+        b.create<qat::DequantizeOp>(dq.getLoc(), dq.getY().getType(), input);
     setTensorName(newDq, getTensorName(dq.getY()));
     dq.getY().replaceAllUsesWith(newDq.getResult());
     dq.erase();

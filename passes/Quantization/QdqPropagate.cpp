@@ -39,8 +39,8 @@ namespace {
 bool isValueSelecting(Operation *op) {
   return isa<onnx::MaxPoolOp, onnx::GlobalMaxPoolOp, onnx::ReshapeOp,
              onnx::FlattenOp, onnx::SqueezeOp, onnx::UnsqueezeOp,
-             onnx::TransposeOp, onnx::SliceOp, onnx::GatherOp,
-             onnx::IdentityOp, onnx::ConcatOp>(op);
+             onnx::TransposeOp, onnx::SliceOp, onnx::GatherOp, onnx::IdentityOp,
+             onnx::ConcatOp>(op);
 }
 
 /// The integer clamp equal to a Relu/Clip on values dequantized with
@@ -56,8 +56,8 @@ integerClamp(Operation *op, quant::UniformQuantizedType type) {
   auto clip = cast<onnx::ClipOp>(op);
   // A bound below (above) every representable value is redundant; one
   // inside the range must be exactly representable.
-  auto bound = [&](std::optional<APFloat> b, bool lower)
-      -> std::optional<int64_t> {
+  auto bound = [&](std::optional<APFloat> b,
+                   bool lower) -> std::optional<int64_t> {
     int64_t edge = lower ? qmin : qmax;
     if (!b)
       return edge;
@@ -99,8 +99,8 @@ Operation *buildIntegerTwin(OpBuilder &b, Operation *op, ValueRange inputs,
     return b.create<qat::MaxPoolOp>(loc, type, inputs[0], kernel, ones, pads,
                                     ones, 0);
   }
-  if (isa<onnx::ReshapeOp, onnx::FlattenOp, onnx::SqueezeOp,
-          onnx::UnsqueezeOp, onnx::IdentityOp>(op))
+  if (isa<onnx::ReshapeOp, onnx::FlattenOp, onnx::SqueezeOp, onnx::UnsqueezeOp,
+          onnx::IdentityOp>(op))
     return b.create<qat::ReshapeOp>(loc, type, inputs[0]);
   if (auto t = dyn_cast<onnx::TransposeOp>(op))
     return b.create<qat::TransposeOp>(loc, type, inputs[0], t.getPerm());
@@ -116,7 +116,8 @@ Operation *buildIntegerTwin(OpBuilder &b, Operation *op, ValueRange inputs,
 }
 
 struct QatQdqPropagatePass
-    : public qatc::quantization::impl::QatQdqPropagateBase<QatQdqPropagatePass> {
+    : public qatc::quantization::impl::QatQdqPropagateBase<
+          QatQdqPropagatePass> {
   void runOnOperation() override {
     bool changed = true;
     for (int round = 0; changed && round < 1000; ++round) {
@@ -234,8 +235,8 @@ struct QatQdqPropagatePass
       moved = twin->getResult(0);
     }
     SmallVector<Operation *> dqOps(dqs.begin(), dqs.end());
-    auto newDq = b.create<qat::DequantizeOp>(
-        fuseLocations(dqOps), op->getResult(0).getType(), moved);
+    auto newDq = b.create<qat::DequantizeOp>(fuseLocations(dqOps),
+                                             op->getResult(0).getType(), moved);
     setTensorName(newDq, getTensorName(op->getResult(0)));
     op->getResult(0).replaceAllUsesWith(newDq.getOutput());
     op->erase();
@@ -259,8 +260,9 @@ struct QatQdqPropagatePass
       return q;
     }
     auto shape = cast<RankedTensorType>(op->getResult(0).getType());
-    return b.create<qat::ClampOp>(op->getLoc(), tensorOf(shape.getShape(), qtype),
-                                  q, bounds.first, bounds.second);
+    return b.create<qat::ClampOp>(op->getLoc(),
+                                  tensorOf(shape.getShape(), qtype), q,
+                                  bounds.first, bounds.second);
   }
 
   /// Q(op(x)) -> op_q(Q(x)) for value-selecting ops and clamps whose only
@@ -313,9 +315,9 @@ struct QatQdqPropagatePass
     // A clamp right after a weighted op stays float so that it becomes the
     // fused op's activation; elsewhere it moves onto the integers.
     Operation *producer = op->getOperand(0).getDefiningOp();
-    if (producer && isa<onnx::ConvOp, onnx::GemmOp, onnx::MatMulOp,
-                        onnx::BatchNormalizationOp, onnx::AddOp, onnx::MulOp>(
-                        producer))
+    if (producer &&
+        isa<onnx::ConvOp, onnx::GemmOp, onnx::MatMulOp,
+            onnx::BatchNormalizationOp, onnx::AddOp, onnx::MulOp>(producer))
       return false;
     int64_t qmin = qtype.getStorageTypeMin(), qmax = qtype.getStorageTypeMax();
     auto quantizeBound = [&](std::optional<APFloat> bound, int64_t edge) {
@@ -338,8 +340,9 @@ struct QatQdqPropagatePass
     OpBuilder b(op);
     Value x = op->getOperand(0);
     auto newQ = b.create<qat::QuantizeOp>(
-        q.getLoc(), tensorOf(cast<RankedTensorType>(x.getType()).getShape(), qtype),
-        x, q.getRoundingAttr());
+        q.getLoc(),
+        tensorOf(cast<RankedTensorType>(x.getType()).getShape(), qtype), x,
+        q.getRoundingAttr());
     Value result = clampOrNothing(b, op, newQ.getOutput(), bounds);
     if (Operation *clamp = result.getDefiningOp<qat::ClampOp>())
       setTensorName(clamp, getTensorName(q.getOutput()));
@@ -369,9 +372,8 @@ struct QatQdqPropagatePass
         q.erase();
       } else if (perTensorTypeOf(in) && qat::getPerTensorType(q.getType())) {
         OpBuilder b(q);
-        auto rq = b.create<qat::RequantizeOp>(fuseLocations({dq, q}),
-                                              q.getType(), in,
-                                              q.getRoundingAttr());
+        auto rq = b.create<qat::RequantizeOp>(
+            fuseLocations({dq, q}), q.getType(), in, q.getRoundingAttr());
         setTensorName(rq, getTensorName(q.getOutput()));
         q.getOutput().replaceAllUsesWith(rq.getOutput());
         q.erase();

@@ -105,14 +105,14 @@ void qatc::quantization::recordRemoved(Operation *op, StringRef reason) {
   size_t before = removed.getAttrs().size();
   for (const OnnxLocInfo &info : getOnnxLocInfos(op->getLoc()))
     if (!info.name.empty() && !removed.get(info.name))
-      removed.set(info.name,
-                  b.getDictionaryAttr(
-                      {b.getNamedAttr("reason", b.getStringAttr(reason)),
-                       b.getNamedAttr("op_type", b.getStringAttr(info.kind)),
-                       b.getNamedAttr("index", b.getI64IntegerAttr(info.index))}));
+      removed.set(
+          info.name,
+          b.getDictionaryAttr(
+              {b.getNamedAttr("reason", b.getStringAttr(reason)),
+               b.getNamedAttr("op_type", b.getStringAttr(info.kind)),
+               b.getNamedAttr("index", b.getI64IntegerAttr(info.index))}));
   if (removed.getAttrs().size() != before)
-    module->setAttr(kRemovedNodesAttr,
-                    removed.getDictionary(op->getContext()));
+    module->setAttr(kRemovedNodesAttr, removed.getDictionary(op->getContext()));
 }
 
 std::optional<std::vector<float>>
@@ -289,8 +289,8 @@ qat::ConstantOp qatc::quantization::createQuantConstant(
     uint64_t u = static_cast<uint64_t>(values[i]);
     std::memcpy(bytes.data() + i * (width / 8), &u, width / 8); // little-endian
   }
-  auto storage = RankedTensorType::get(type.getShape(),
-                                       b.getIntegerType(width));
+  auto storage =
+      RankedTensorType::get(type.getShape(), b.getIntegerType(width));
   return b.create<qat::ConstantOp>(loc, type,
                                    makeElements(storage, bytes, keyHint));
 }

@@ -51,13 +51,32 @@ std::string qatc::quantization::parseResidualPolicy(StringRef text,
   return "";
 }
 
+std::string qatc::quantization::parseRecipeOptions(
+    StringRef recipe, StringRef residual, ArrayRef<std::string> includeNodes,
+    ArrayRef<std::string> excludeNodes, ArrayRef<std::string> includeOpTypes,
+    ArrayRef<std::string> excludeOpTypes, ArrayRef<std::string> includePatterns,
+    ArrayRef<std::string> excludePatterns, RecipeOptions &options) {
+  if (std::string e = parseRecipeKind(recipe, options.kind); !e.empty())
+    return e;
+  if (std::string e = parseResidualPolicy(residual, options.residual);
+      !e.empty())
+    return e;
+  options.includeNodes = includeNodes.vec();
+  options.excludeNodes = excludeNodes.vec();
+  options.includeOpTypes = includeOpTypes.vec();
+  options.excludeOpTypes = excludeOpTypes.vec();
+  options.includePatterns = includePatterns.vec();
+  options.excludePatterns = excludePatterns.vec();
+  return "";
+}
+
 namespace {
 
 StringRef opTypeOf(Operation *op) { return op->getName().stripDialect(); }
 
 bool isWeighted(Operation *op) {
-  return isa<onnx::ConvOp, onnx::ConvTransposeOp, onnx::GemmOp,
-             onnx::MatMulOp>(op);
+  return isa<onnx::ConvOp, onnx::ConvTransposeOp, onnx::GemmOp, onnx::MatMulOp>(
+      op);
 }
 
 bool isConstant(Value v) { return v.getDefiningOp<onnx::ConstantOp>(); }
@@ -99,10 +118,9 @@ public:
     std::string type = opTypeOf(op).str();
     if (hasInclude) {
       bool in = includeTypes.count(type) || includeChain.contains(op) ||
-                llvm::any_of(includeNames,
-                             [&](const llvm::Regex &re) {
-                               return re.match(name);
-                             });
+                llvm::any_of(includeNames, [&](const llvm::Regex &re) {
+                  return re.match(name);
+                });
       if (!in) {
         why = "not selected by the include filters";
         return false;
@@ -142,8 +160,8 @@ private:
         SmallVector<Operation *> chain;
         Operation *cur = op;
         for (StringRef t : types) {
-          if (!cur || opTypeOf(cur) != t || !isa<onnx::OnnxDialect>(
-                                                 cur->getDialect()))
+          if (!cur || opTypeOf(cur) != t ||
+              !isa<onnx::OnnxDialect>(cur->getDialect()))
             return;
           chain.push_back(cur);
           cur = cur->getNumResults() == 1 ? getSingleUser(cur->getResult(0))
@@ -263,8 +281,7 @@ public:
     std::string name = getTensorName(v);
     if (name.empty())
       return;
-    decision.activations.push_back(
-        {name, {{getNodeName(op), index}}});
+    decision.activations.push_back({name, {{getNodeName(op), index}}});
   }
 
   void quantizeOutput(Value v) {
@@ -292,8 +309,8 @@ public:
     }
     if (!isFloatConstant(w))
       return quantizeInput(op, index);
-    decision.weights.push_back({getTensorName(w), getNodeName(op), index,
-                                weightAxis(op, w), w});
+    decision.weights.push_back(
+        {getTensorName(w), getNodeName(op), index, weightAxis(op, w), w});
   }
 
   void decideTensorRT(Operation *op) {
@@ -346,11 +363,10 @@ public:
     Value cur = op->getResult(0);
     while (Operation *next = getSingleUser(cur)) {
       std::string why;
-      bool follow =
-          (isWeighted(op) && isa<onnx::BatchNormalizationOp>(next)) ||
-          isa<onnx::ReluOp, onnx::ClipOp>(next) ||
-          (isa<onnx::MatMulOp>(op) && isa<onnx::AddOp>(next) &&
-           llvm::any_of(next->getOperands(), isConstant));
+      bool follow = (isWeighted(op) && isa<onnx::BatchNormalizationOp>(next)) ||
+                    isa<onnx::ReluOp, onnx::ClipOp>(next) ||
+                    (isa<onnx::MatMulOp>(op) && isa<onnx::AddOp>(next) &&
+                     llvm::any_of(next->getOperands(), isConstant));
       if (!follow || !selector.selected(next, why))
         break;
       cur = next->getResult(0);
@@ -366,7 +382,8 @@ public:
       return;
     }
     bool quantizable =
-        (isa<onnx::AddOp>(op) && !llvm::any_of(op->getOperands(), isConstant)) ||
+        (isa<onnx::AddOp>(op) &&
+         !llvm::any_of(op->getOperands(), isConstant)) ||
         isa<onnx::AveragePoolOp, onnx::GlobalAveragePoolOp, onnx::ConcatOp>(op);
     if (!quantizable)
       return;
@@ -527,8 +544,8 @@ FailureOr<QdqPlan> qatc::quantization::buildPlan(ModuleOp module,
 namespace {
 
 /// A scalar or 1-D constant.
-Value constant(OpBuilder &b, Location loc, ArrayRef<float> values,
-               bool vector, StringRef hint) {
+Value constant(OpBuilder &b, Location loc, ArrayRef<float> values, bool vector,
+               StringRef hint) {
   SmallVector<int64_t> shape;
   if (vector)
     shape.push_back(static_cast<int64_t>(values.size()));
@@ -540,8 +557,8 @@ Value zeroPoints(OpBuilder &b, Location loc, size_t count, bool vector) {
   if (vector)
     shape.push_back(static_cast<int64_t>(count));
   auto type = RankedTensorType::get(shape, b.getIntegerType(8));
-  return b.create<onnx::ConstantOp>(
-      loc, DenseElementsAttr::get(type, APInt(8, 0)));
+  return b.create<onnx::ConstantOp>(loc,
+                                    DenseElementsAttr::get(type, APInt(8, 0)));
 }
 
 } // namespace
@@ -571,7 +588,8 @@ LogicalResult qatc::quantization::applyPlan(ModuleOp module,
   for (const QdqInsertion &ins : plan.insertions) {
     auto it = values.find(ins.tensor);
     if (it == values.end())
-      return emitError(module.getLoc()) << "no tensor named '" << ins.tensor << "'";
+      return emitError(module.getLoc())
+             << "no tensor named '" << ins.tensor << "'";
     Value v = it->second;
     OpBuilder b(ctx);
     if (auto arg = dyn_cast<BlockArgument>(v))
@@ -593,8 +611,8 @@ LogicalResult qatc::quantization::applyPlan(ModuleOp module,
       // time: symmetric, narrow range [-127, 127] with scale = amax / 127.
       auto floats = getConstantFloats(v);
       if (!floats)
-        return emitError(module.getLoc()) << "weight '" << ins.tensor
-                                  << "' is not a float constant";
+        return emitError(module.getLoc())
+               << "weight '" << ins.tensor << "' is not a float constant";
       int64_t channels = perAxis ? type.getDimSize(axis) : 1, inner = 1;
       for (int64_t d = axis + 1; perAxis && d < type.getRank(); ++d)
         inner *= type.getDimSize(d);
@@ -614,8 +632,8 @@ LogicalResult qatc::quantization::applyPlan(ModuleOp module,
       setTensorName(q, ins.tensor + "_quantized");
       quantized = q.getY();
     }
-    auto dq = b.create<onnx::DequantizeLinearOp>(dqloc, quantized, scale, zp,
-                                                 axis);
+    auto dq =
+        b.create<onnx::DequantizeLinearOp>(dqloc, quantized, scale, zp, axis);
     setTensorName(dq, ins.tensor + "_dequantized");
     if (ins.consumers.empty()) {
       v.replaceAllUsesExcept(dq.getY(), quantized.getDefiningOp());
@@ -631,8 +649,9 @@ LogicalResult qatc::quantization::applyPlan(ModuleOp module,
         }
       }
       if (!found)
-        return emitError(module.getLoc()) << "node '" << node << "' does not read '"
-                                  << ins.tensor << "' at input " << index;
+        return emitError(module.getLoc())
+               << "node '" << node << "' does not read '" << ins.tensor
+               << "' at input " << index;
     }
   }
   return success();

@@ -12,7 +12,6 @@
 #include "qatc/Quantization/Passes.h"
 #include "qatc/Quantization/Recipe.h"
 
-
 namespace qatc::quantization {
 #define GEN_PASS_DEF_QATRECIPEINSERT
 #include "qatc/Quantization/Passes.h.inc"
@@ -30,27 +29,25 @@ struct QatRecipeInsertPass
   using QatRecipeInsertBase::QatRecipeInsertBase;
 
   QatRecipeInsertPass(const QatRecipeInsertOptions &options, ScaleTable table)
-      : QatRecipeInsertBase(options), table(std::move(table)),
-        haveTable(true) {}
+      : QatRecipeInsertBase(options), table(std::move(table)), haveTable(true) {
+  }
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
     RecipeOptions options;
-    std::string error = parseRecipeKind(recipe, options.kind);
-    if (error.empty())
-      error = parseResidualPolicy(residualPolicy, options.residual);
+    std::vector<std::string> in(includeNodes.begin(), includeNodes.end()),
+        ex(excludeNodes.begin(), excludeNodes.end()),
+        inTypes(includeOpTypes.begin(), includeOpTypes.end()),
+        exTypes(excludeOpTypes.begin(), excludeOpTypes.end()),
+        inPatterns(includePatterns.begin(), includePatterns.end()),
+        exPatterns(excludePatterns.begin(), excludePatterns.end());
+    std::string error =
+        parseRecipeOptions(recipe, residualPolicy, in, ex, inTypes, exTypes,
+                           inPatterns, exPatterns, options);
     if (!error.empty()) {
       emitError(module.getLoc()) << error;
       return signalPassFailure();
     }
-    options.includeNodes.assign(includeNodes.begin(), includeNodes.end());
-    options.excludeNodes.assign(excludeNodes.begin(), excludeNodes.end());
-    options.includeOpTypes.assign(includeOpTypes.begin(), includeOpTypes.end());
-    options.excludeOpTypes.assign(excludeOpTypes.begin(), excludeOpTypes.end());
-    options.includePatterns.assign(includePatterns.begin(),
-                                   includePatterns.end());
-    options.excludePatterns.assign(excludePatterns.begin(),
-                                   excludePatterns.end());
     if (!haveTable && failed(readCache(module)))
       return signalPassFailure();
     auto decision = decideRecipe(module, options);
@@ -63,8 +60,9 @@ struct QatRecipeInsertPass
 
   LogicalResult readCache(ModuleOp module) {
     if (calibCache.empty())
-      return emitError(module.getLoc(), "qat-recipe-insert needs activation scales: "
-                              "give calib-cache=FILE");
+      return emitError(module.getLoc(),
+                       "qat-recipe-insert needs activation scales: "
+                       "give calib-cache=FILE");
     std::string error;
     auto cache = calib::CalibrationCache::readFile(calibCache, error);
     if (!cache)

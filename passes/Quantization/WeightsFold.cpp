@@ -58,9 +58,9 @@ bool foldQuantize(qat::QuantizeOp q) {
   std::vector<int64_t> values(floats->size());
   for (size_t i = 0; i < values.size(); ++i) {
     int64_t c = channel(i);
-    values[i] = quantizeValue<float>((*floats)[i], static_cast<float>(scales[c]),
-                                     zps[c], qtype.getStorageTypeMin(),
-                                     qtype.getStorageTypeMax());
+    values[i] = quantizeValue<float>(
+        (*floats)[i], static_cast<float>(scales[c]), zps[c],
+        qtype.getStorageTypeMin(), qtype.getStorageTypeMax());
   }
   OpBuilder b(q);
   auto cst = createQuantConstant(b, q.getLoc(), type, values,
@@ -80,8 +80,8 @@ bool foldStorageCast(qat::StorageCastOp cast) {
   if (!value)
     return false;
   OpBuilder b(cast);
-  auto folded = b.create<qat::ConstantOp>(
-      fuseLocations({cast, cst}), cast.getOutput().getType(), value);
+  auto folded = b.create<qat::ConstantOp>(fuseLocations({cast, cst}),
+                                          cast.getOutput().getType(), value);
   setTensorName(folded, getTensorName(cast.getInput()));
   cast.getOutput().replaceAllUsesWith(folded.getOutput());
   cast.erase();
@@ -136,9 +136,9 @@ bool foldTranspose(onnx::TransposeOp transpose) {
   Location loc = fuseLocations({cst, transpose});
   auto folded = createQuantConstant(b, loc, tensorOf(outShape, qtype), out,
                                     getTensorName(transpose.getTransposed()));
-  auto newDq = b.create<qat::DequantizeOp>(
-      fuseLocations({dq, transpose}), transpose.getTransposed().getType(),
-      folded.getOutput());
+  auto newDq = b.create<qat::DequantizeOp>(fuseLocations({dq, transpose}),
+                                           transpose.getTransposed().getType(),
+                                           folded.getOutput());
   setTensorName(newDq, getTensorName(transpose.getTransposed()));
   transpose.getTransposed().replaceAllUsesWith(newDq.getOutput());
   transpose.erase();

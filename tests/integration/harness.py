@@ -1,5 +1,7 @@
 """What the integration scripts that drive `qatc` share: running commands,
 collecting failures, and the exit status."""
+import json
+import os
 import subprocess
 
 TIMEOUT = 1800
@@ -39,3 +41,12 @@ class Checker:
             return 1
         print("\n" + success_message)
         return 0
+
+
+def manifest_models(models_dir, variant):
+    """(label, path) of every model's `variant` ("float" or "qdq") in the
+    generator's manifest.json, sorted by name."""
+    with open(os.path.join(models_dir, "manifest.json")) as f:
+        manifest = json.load(f)
+    return [(f"{name}_{variant}", os.path.join(models_dir, entry[variant]["file"]))
+            for name, entry in sorted(manifest["models"].items())]

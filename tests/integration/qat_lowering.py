@@ -35,7 +35,7 @@ import numpy as np
 import onnx
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Checker as BaseChecker, run  # noqa: E402
+from harness import Checker as BaseChecker, manifest_models  # noqa: E402
 from ort_differential import band, graph_inputs, load_outputs, metrics, read_index  # noqa: E402
 
 MAX_LSB = 1
@@ -210,10 +210,7 @@ def main():
     c = Checker(a)
     models = []
     if a.models:
-        with open(os.path.join(a.models, "manifest.json")) as f:
-            manifest = json.load(f)
-        for name, entry in sorted(manifest["models"].items()):
-            models.append((name + "_qdq", os.path.join(a.models, entry["qdq"]["file"]), None))
+        models += [(label, path, None) for label, path in manifest_models(a.models, "qdq")]
     for d in a.optional_dir:
         for f in sorted(os.listdir(d)):
             if f.endswith("_qdq.onnx"):

@@ -30,7 +30,6 @@ For each float model (the generator's manifest, --extra models):
 Run with Debian's /usr/bin/python3 (numpy, onnx). Exits 1 on failure.
 """
 import argparse
-import json
 import os
 import shutil
 import subprocess
@@ -41,7 +40,7 @@ import onnx
 from onnx import numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Checker as BaseChecker, run  # noqa: E402
+from harness import Checker as BaseChecker, manifest_models, run  # noqa: E402
 from ort_differential import band, graph_inputs, load_outputs, metrics  # noqa: E402
 
 METHODS = ("max", "percentile", "entropy", "mse")
@@ -255,10 +254,7 @@ def main():
     c = Checker(a)
     models = []
     if a.models:
-        with open(os.path.join(a.models, "manifest.json")) as f:
-            manifest = json.load(f)
-        for name, entry in sorted(manifest["models"].items()):
-            models.append((name + "_float", os.path.join(a.models, entry["float"]["file"])))
+        models += manifest_models(a.models, "float")
     for path in a.extra:
         models.append((os.path.splitext(os.path.basename(path))[0], path))
     for label, path in models:

@@ -49,8 +49,7 @@ bool ClampAttr::isRelu() const { return getMin() == 0.0 && getMax() == kInf; }
 
 /// Parses a bound: a float literal, or `none` for an absent one
 /// (`-inf` for the lower bound, `+inf` for the upper).
-static ParseResult parseBound(AsmParser &parser, double &value,
-                              double absent) {
+static ParseResult parseBound(AsmParser &parser, double &value, double absent) {
   if (succeeded(parser.parseOptionalKeyword("none"))) {
     value = absent;
     return success();

@@ -30,8 +30,8 @@ std::string shapeStr(ArrayRef<int64_t> shape) {
 
 /// Checks that a per-axis type's dimension and scale count fit `shape`.
 LogicalResult verifyQuantShape(Operation *op, Type type, StringRef what) {
-  auto axis = dyn_cast<quant::UniformQuantizedPerAxisType>(
-      getElementTypeOrSelf(type));
+  auto axis =
+      dyn_cast<quant::UniformQuantizedPerAxisType>(getElementTypeOrSelf(type));
   if (!axis)
     return success();
   ArrayRef<int64_t> shape = cast<RankedTensorType>(type).getShape();
@@ -48,9 +48,9 @@ LogicalResult verifyQuantShape(Operation *op, Type type, StringRef what) {
 
 LogicalResult verifySameShape(Operation *op, Value a, Value b) {
   if (shapeOf(a) != shapeOf(b))
-    return op->emitOpError() << "operand shape " << shapeStr(shapeOf(a))
-                             << " differs from the result shape "
-                             << shapeStr(shapeOf(b));
+    return op->emitOpError()
+           << "operand shape " << shapeStr(shapeOf(a))
+           << " differs from the result shape " << shapeStr(shapeOf(b));
   return success();
 }
 
@@ -151,8 +151,7 @@ LogicalResult ConstantOp::verify() {
            << shapeStr(valueType.getShape()) << " differs from the result "
            << shapeStr(type.getShape());
   auto storage = dyn_cast<IntegerType>(valueType.getElementType());
-  if (!storage ||
-      storage.getWidth() != qtype.getStorageTypeIntegralWidth())
+  if (!storage || storage.getWidth() != qtype.getStorageTypeIntegralWidth())
     return emitOpError("value must hold the ")
            << qtype.getStorageTypeIntegralWidth()
            << "-bit integers of the quantized type, got "
@@ -169,16 +168,16 @@ LogicalResult StorageCastOp::verify() {
     return emitOpError("casts between an integer tensor and a quantized one; "
                        "exactly one side must be quantized");
   auto qtype = qin ? qin : qout;
-  auto storage =
-      dyn_cast<IntegerType>(getElementTypeOrSelf(qin ? getOutput() : getInput()));
+  auto storage = dyn_cast<IntegerType>(
+      getElementTypeOrSelf(qin ? getOutput() : getInput()));
   if (!storage || storage.getWidth() != qtype.getStorageTypeIntegralWidth() ||
       storage.isUnsigned() == qtype.isSigned())
     return emitOpError("integer type ")
            << getElementTypeOrSelf(qin ? getOutput() : getInput())
            << " does not store " << qtype;
-  return verifyQuantShape(*this, qtype == qin ? getInput().getType()
-                                              : getOutput().getType(),
-                          "quantized side");
+  return verifyQuantShape(
+      *this, qtype == qin ? getInput().getType() : getOutput().getType(),
+      "quantized side");
 }
 
 LogicalResult QuantizeOp::verify() {
@@ -233,9 +232,8 @@ static LogicalResult verifyEpilogue(OpTy op, int64_t channels) {
 LogicalResult ConvOp::verify() {
   ArrayRef<int64_t> x = shapeOf(getInput()), w = shapeOf(getWeight());
   if (x.size() < 3 || x.size() != w.size())
-    return emitOpError("input ")
-           << shapeStr(x) << " and weight " << shapeStr(w)
-           << " must have the same rank >= 3";
+    return emitOpError("input ") << shapeStr(x) << " and weight " << shapeStr(w)
+                                 << " must have the same rank >= 3";
   int64_t group = getGroup();
   if (group <= 0 || w[0] % group != 0 || x[1] != w[1] * group)
     return emitOpError("input has ")
@@ -357,9 +355,8 @@ LogicalResult MaxPoolOp::verify() {
   ArrayRef<int64_t> x = shapeOf(getInput());
   if (x.size() < 3)
     return emitOpError("expects an input of rank >= 3");
-  auto expected =
-      windowShape(*this, x, x[1], getKernelShape(), getStrides(), getPads(),
-                  getDilations(), getCeilMode() != 0);
+  auto expected = windowShape(*this, x, x[1], getKernelShape(), getStrides(),
+                              getPads(), getDilations(), getCeilMode() != 0);
   if (failed(expected))
     return failure();
   if (getPerTensorType(getInput().getType()).getScale() <= 0)
@@ -404,9 +401,8 @@ LogicalResult ConcatOp::verify() {
     total += s[axis];
   }
   if (total != out[axis])
-    return emitOpError("inputs add up to ")
-           << total << " along axis " << axis << ", the result has "
-           << out[axis];
+    return emitOpError("inputs add up to ") << total << " along axis " << axis
+                                            << ", the result has " << out[axis];
   return success();
 }
 

@@ -89,8 +89,7 @@ cl::opt<std::string> labelsPath(
 cl::opt<unsigned> threads(
     "threads",
     cl::desc("Evaluate batches on this many threads (default: every core)"),
-    cl::init(std::max(1u, std::thread::hardware_concurrency())),
-    cl::sub(sub));
+    cl::init(std::max(1u, std::thread::hardware_concurrency())), cl::sub(sub));
 ImportCLOptions importOptions(sub);
 
 int fail(const llvm::Twine &message) {
@@ -174,8 +173,8 @@ FailureOr<std::vector<Tensor>> bindInputs(func::FuncOp func,
         return failure();
       }
       if (tensors->size() != 1) {
-        fail("--input " + spec + ": the file holds " +
-             Twine(tensors->size()) + " arrays; give one .npy per input");
+        fail("--input " + spec + ": the file holds " + Twine(tensors->size()) +
+             " arrays; give one .npy per input");
         return failure();
       }
       if (!bind(i, tensors->front().second, spec))
@@ -248,8 +247,8 @@ public:
   /// whose batch dimension is dynamic; runs the qat pipeline if asked.
   FailureOr<ModuleOp> moduleFor(ArrayRef<Tensor> inputs) {
     std::map<std::string, std::vector<int64_t>> shapes;
-    if (auto dynamic = firstFunc->getAttrOfType<ArrayAttr>(
-            kDynamicInputDimsAttr)) {
+    if (auto dynamic =
+            firstFunc->getAttrOfType<ArrayAttr>(kDynamicInputDimsAttr)) {
       for (auto [i, attr] : llvm::enumerate(dynamic)) {
         auto dims = cast<DenseI64ArrayAttr>(attr).asArrayRef();
         auto argType =
@@ -318,7 +317,8 @@ int printAccuracy(const Tensor &logits) {
     correct += best == y.data<int64_t>()[i];
   }
   llvm::outs() << "top-1 accuracy: "
-               << llvm::format("%.2f", 100.0 * correct / std::max<int64_t>(n, 1))
+               << llvm::format("%.2f",
+                               100.0 * correct / std::max<int64_t>(n, 1))
                << "% (" << correct << "/" << n << ")\n";
   return 0;
 }
@@ -363,20 +363,19 @@ int qatc::driver::runEval() {
       func.getNumArguments()
           ? cast<RankedTensorType>(func.getArgument(0).getType())
           : RankedTensorType::get({}, Float32Type::get(&ctx));
-  int64_t rows = !given->empty() && given->front().rank() > 0
-                     ? given->front().dim(0)
-                     : 1;
+  int64_t rows =
+      !given->empty() && given->front().rank() > 0 ? given->front().dim(0) : 1;
   int64_t chunk = argType.getRank() == 0 ? rows
                   : !dynamicBatch        ? argType.getDimSize(0)
                   : batchSize            ? batchSize
                                          : rows;
   // Only data that differs from the model's input in its batch dimension is
   // split; anything else reaches the evaluator, which names the mismatch.
-  bool chunked = argType.getRank() > 0 && chunk > 0 &&
-                 given->front().rank() == argType.getRank() &&
-                 given->front().shape().drop_front() ==
-                     argType.getShape().drop_front() &&
-                 chunk < rows;
+  bool chunked =
+      argType.getRank() > 0 && chunk > 0 &&
+      given->front().rank() == argType.getRank() &&
+      given->front().shape().drop_front() == argType.getShape().drop_front() &&
+      chunk < rows;
   if (chunked) {
     if (!dynamicBatch && rows % chunk != 0)
       return fail(Twine(rows) + " rows of data do not split into batches of " +
@@ -387,7 +386,8 @@ int qatc::driver::runEval() {
                     "evaluated in batches");
     if (!dumpDir.empty() || !layerwiseDir.empty())
       return fail("--dump-tensors and --layerwise need the data in one "
-                  "evaluation (use --batch-size " + Twine(rows) + ")");
+                  "evaluation (use --batch-size " +
+                  Twine(rows) + ")");
   }
 
   std::optional<TensorDumper> dumper;
@@ -476,8 +476,7 @@ int qatc::driver::runEval() {
                     "' has no batch axis; evaluate the data in one batch");
       pieces.push_back(p[o]);
     }
-    outputs.push_back(pieces.size() == 1 ? pieces.front()
-                                         : concatRows(pieces));
+    outputs.push_back(pieces.size() == 1 ? pieces.front() : concatRows(pieces));
   }
   if (dumper) {
     if (dumpError.empty())

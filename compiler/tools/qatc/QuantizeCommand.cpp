@@ -81,9 +81,10 @@ cl::list<std::string> excludeOpTypes("exclude-op-types",
 cl::list<std::string> includePatterns(
     "include-patterns",
     cl::desc("Quantize only chains like Conv>Relu (repeatable)"), cl::sub(sub));
-cl::list<std::string> excludePatterns(
-    "exclude-patterns",
-    cl::desc("Leave chains like Conv>Relu float (repeatable)"), cl::sub(sub));
+cl::list<std::string>
+    excludePatterns("exclude-patterns",
+                    cl::desc("Leave chains like Conv>Relu float (repeatable)"),
+                    cl::sub(sub));
 cl::opt<std::string> residualPolicy(
     "residual-policy",
     cl::desc("Add of two conv branches: which one stays float (last or "
@@ -128,7 +129,8 @@ LogicalResult readCache(ModuleOp module, ScaleTable &scales,
   }
   if (!unknown.empty()) {
     llvm::errs() << "qatc quantize: warning: " << calibCache << " names "
-                 << unknown.size() << " tensor" << (unknown.size() > 1 ? "s" : "")
+                 << unknown.size() << " tensor"
+                 << (unknown.size() > 1 ? "s" : "")
                  << " the model does not have: ";
     for (size_t i = 0; i < unknown.size() && i < 10; ++i)
       llvm::errs() << (i ? ", " : "") << "'" << unknown[i] << "'";
@@ -163,8 +165,8 @@ ScaleTable scalesOfQdqModel(ModuleOp module) {
     if (q.getX().getDefiningOp<onnx::ConstantOp>())
       return; // a weight
     auto cst = q.getYScale().getDefiningOp<onnx::ConstantOp>();
-    auto dense = cst ? dyn_cast<DenseElementsAttr>(cst.getValue())
-                     : DenseElementsAttr();
+    auto dense =
+        cst ? dyn_cast<DenseElementsAttr>(cst.getValue()) : DenseElementsAttr();
     if (!dense || dense.getNumElements() != 1 ||
         !dense.getElementType().isF32())
       return;
@@ -221,7 +223,7 @@ std::map<std::string, std::vector<int64_t>> shapesFromData(func::FuncOp func) {
       continue;
     auto type = cast<RankedTensorType>(func.getArgument(i).getType());
     std::vector<int64_t> shape(type.getShape().begin(), type.getShape().end());
-    int64_t offset = data->rank() == type.getRank()         ? 0
+    int64_t offset = data->rank() == type.getRank()       ? 0
                      : data->rank() + 1 == type.getRank() ? 1
                                                           : -1;
     if (offset < 0)
@@ -239,9 +241,9 @@ std::map<std::string, std::vector<int64_t>> shapesFromData(func::FuncOp func) {
 
 int qatc::driver::runQuantize() {
   RecipeOptions options;
-  std::string error = parseRecipeKind(recipe, options.kind);
-  if (error.empty())
-    error = parseResidualPolicy(residualPolicy, options.residual);
+  std::string error = parseRecipeOptions(
+      recipe, residualPolicy, includeNodes, excludeNodes, includeOpTypes,
+      excludeOpTypes, includePatterns, excludePatterns, options);
   if (!error.empty())
     return usage(error);
   calib::Method method;
@@ -249,14 +251,6 @@ int qatc::driver::runQuantize() {
     return usage("--calib-method: " + e);
   if (!(percentile > 0 && percentile <= 100))
     return usage("--percentile must be in (0, 100]");
-  options.includeNodes.assign(includeNodes.begin(), includeNodes.end());
-  options.excludeNodes.assign(excludeNodes.begin(), excludeNodes.end());
-  options.includeOpTypes.assign(includeOpTypes.begin(), includeOpTypes.end());
-  options.excludeOpTypes.assign(excludeOpTypes.begin(), excludeOpTypes.end());
-  options.includePatterns.assign(includePatterns.begin(),
-                                 includePatterns.end());
-  options.excludePatterns.assign(excludePatterns.begin(),
-                                 excludePatterns.end());
 
   DialectRegistry registry;
   registerImportDialects(registry);
@@ -327,8 +321,8 @@ int qatc::driver::runQuantize() {
     llvm::outs() << "calibrating " << tensors.size() << " tensors on "
                  << samples->size() << " samples (" << calibMethod
                  << (method == calib::Method::Percentile
-                         ? " " + llvm::formatv("{0}", percentile.getValue())
-                               .str()
+                         ? " " +
+                               llvm::formatv("{0}", percentile.getValue()).str()
                          : std::string())
                  << ", " << threads << " threads)\n";
     llvm::outs().flush();

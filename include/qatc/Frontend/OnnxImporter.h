@@ -13,8 +13,8 @@
 #define QATC_FRONTEND_ONNXIMPORTER_H
 
 #include "mlir/IR/BuiltinOps.h"
-#include "qatc/Dialect/Onnx/OnnxOps.h"
 #include "mlir/IR/OwningOpRef.h"
+#include "qatc/Dialect/Onnx/OnnxOps.h"
 #include "qatc/Support/Npy.h"
 
 #include <map>

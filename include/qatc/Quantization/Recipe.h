@@ -60,6 +60,17 @@ struct RecipeOptions {
 std::string parseRecipeKind(llvm::StringRef text, RecipeKind &kind);
 std::string parseResidualPolicy(llvm::StringRef text, ResidualPolicy &policy);
 
+/// Fills `options` from the textual forms qatc quantize and
+/// qat-recipe-insert take; returns an error message or "".
+std::string parseRecipeOptions(llvm::StringRef recipe, llvm::StringRef residual,
+                               llvm::ArrayRef<std::string> includeNodes,
+                               llvm::ArrayRef<std::string> excludeNodes,
+                               llvm::ArrayRef<std::string> includeOpTypes,
+                               llvm::ArrayRef<std::string> excludeOpTypes,
+                               llvm::ArrayRef<std::string> includePatterns,
+                               llvm::ArrayRef<std::string> excludePatterns,
+                               RecipeOptions &options);
+
 /// Where the recipe puts Q/DQ, before scales are known.
 struct RecipeDecision {
   struct Activation {

@@ -1,4 +1,4 @@
-//===- QuantMath.h - ONNX quantization arithmetic, one definition -*- C++ -*-===//
+//===- QuantMath.h - ONNX quantization arithmetic --------------*- C++ -*-===//
 //
 // The scalar arithmetic of QuantizeLinear / DequantizeLinear exactly as ONNX
 // defines it (qdq-rules §2.1): divide in the float type, round half to even,

@@ -43,10 +43,11 @@ broadcastShapes(llvm::ArrayRef<int64_t> a, llvm::ArrayRef<int64_t> b);
 /// Output size of one spatial axis of a sliding window (Conv, pooling) as
 /// ONNX defines it; fails (with an error at `loc`) when the window does not
 /// fit or an attribute is out of range.
-mlir::FailureOr<int64_t>
-getWindowOutputSize(std::optional<mlir::Location> loc, int64_t in,
-                    int64_t kernel, int64_t stride, int64_t padBegin,
-                    int64_t padEnd, int64_t dilation, bool ceilMode);
+mlir::FailureOr<int64_t> getWindowOutputSize(std::optional<mlir::Location> loc,
+                                             int64_t in, int64_t kernel,
+                                             int64_t stride, int64_t padBegin,
+                                             int64_t padEnd, int64_t dilation,
+                                             bool ceilMode);
 
 } // namespace qatc::onnx
 
