@@ -457,8 +457,8 @@ func.func @conv_residual_first_operand(%x: tensor<1x2x4x4xf32>, %r: tensor<1x3x4
 // stays a standalone quantize.
 // CHECK-LABEL: func.func @conv_add_float_residual_not_fused
 // CHECK: %[[C:.*]] = qat.conv {{.*}} -> tensor<1x3x4x4xf32>
-// CHECK: %[[A:.*]] = onnx.Add(%[[C]], %arg1) {qat.fp32_reason = "residual input is not quantized (no DequantizeLinear), so the Add runs in fp32"}
-// CHECK: %[[R:.*]] = onnx.Relu(%[[A]]) {qat.fp32_reason = "not quantized in the model (no Q/DQ around it)"}
+// CHECK: %[[A:.*]] = onnx.Add(%[[C]], %arg1) {qat.fp32_reason = "residual input is not quantized (no DequantizeLinear), so the Add runs in fp32: it is a graph input"}
+// CHECK: %[[R:.*]] = onnx.Relu(%[[A]]) {qat.fp32_reason = "not quantized in the model (no Q/DQ around it): its input is the fp32 output of onnx.Add"}
 // CHECK: %[[Q:.*]] = qat.quantize %[[R]] {{.*}} -> tensor<1x3x4x4x!quant.uniform<i8:f32, 2.500000e-01>>
 // CHECK-NOT: residual(
 func.func @conv_add_float_residual_not_fused(%x: tensor<1x2x4x4xf32>, %r: tensor<1x3x4x4xf32>) -> tensor<1x3x4x4xi8> {
@@ -570,7 +570,7 @@ func.func @mul_relu_float_output(%a: tensor<8xf32>, %b: tensor<8xf32>) -> tensor
 // stays float (no partial int8).
 // CHECK-LABEL: func.func @add_with_float_input_stays_float
 // CHECK: %[[D:.*]] = qat.dequantize
-// CHECK: onnx.Add(%[[D]], %arg1) {qat.fp32_reason = "input B is not quantized (no DequantizeLinear)"}
+// CHECK: onnx.Add(%[[D]], %arg1) {qat.fp32_reason = "input B is not quantized (no DequantizeLinear): it is a graph input"}
 // CHECK-NOT: qat.add
 func.func @add_with_float_input_stays_float(%a: tensor<8xf32>, %b: tensor<8xf32>) -> tensor<8xf32> {
   %s = onnx.Constant dense<0.5> : tensor<f32>
@@ -772,10 +772,10 @@ func.func @matmul_add_bias_div_folded(%x: tensor<3x4xf32>) -> tensor<3x2xi8> {
 // Reasons for what stays fp32: a Conv whose input or weight is not
 // dequantized, a Softmax on dequantized input, a float-only Relu.
 // CHECK-LABEL: func.func @fp32_reasons
-// CHECK: onnx.Conv({{.*}}qat.fp32_reason = "input is not quantized (no DequantizeLinear before the Conv)"
+// CHECK: onnx.Conv({{.*}}qat.fp32_reason = "input is not quantized (no DequantizeLinear before the Conv): it is a graph input"
 // CHECK: onnx.Conv({{.*}}qat.fp32_reason = "weight is not a quantized constant (no DequantizeLinear on the weight)"
 // CHECK: onnx.Softmax({{.*}}qat.fp32_reason = "no int8 kernel for Softmax; it computes in fp32 on dequantized inputs"
-// CHECK: onnx.Relu({{.*}}qat.fp32_reason = "not quantized in the model (no Q/DQ around it)"
+// CHECK: onnx.Relu({{.*}}qat.fp32_reason = "not quantized in the model (no Q/DQ around it): its input is a graph input"
 func.func @fp32_reasons(%x: tensor<1x2x4x4xf32>, %wf: tensor<3x2x1x1xf32>) -> (tensor<1x3x4x4xf32>, tensor<1x3x4x4xf32>, tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>) {
   %s = onnx.Constant dense<0.5> : tensor<f32>
   %z = onnx.Constant dense<0> : tensor<i8>

@@ -79,7 +79,7 @@
 // JSON-NEXT: "precision": "fp32",
 // JSON-NEXT: "compute": true,
 // JSON-NEXT: "kernel": "onnx.Add",
-// JSON-NEXT: "reason": "input B is not quantized (no DequantizeLinear)"
+// JSON-NEXT: "reason": "input B is not quantized (no DequantizeLinear): it is a graph input"
 
 // RESIDUAL-LABEL: #  node
 // RESIDUAL: {{^ +}}3  conv{{ +}}Conv{{ +}}int8->fp32{{ +}}qat.conv

@@ -251,7 +251,9 @@ struct QatOpsFusePass
             shapeOf(next->getResult(0)) != shapeOf(cur)) {
           if (!r && !getConstantFloats(other))
             setReason(next, "residual input is not quantized (no "
-                            "DequantizeLinear), so the Add runs in fp32");
+                            "DequantizeLinear), so the Add runs in fp32: it "
+                            "is " +
+                                describeSource(other));
           break;
         }
         epi.residual = r->quant;
@@ -339,7 +341,8 @@ struct QatOpsFusePass
     auto x = dequantizedOperand(conv.getX(), true);
     if (!x)
       return setReason(conv, "input is not quantized (no DequantizeLinear "
-                             "before the Conv)");
+                             "before the Conv): it is " +
+                                 describeSource(conv.getX()));
     auto w = dequantizedOperand(conv.getW(), false);
     if (!w || !w->quant.getDefiningOp<qat::ConstantOp>())
       return setReason(conv, "weight is not a quantized constant (no "
@@ -413,10 +416,14 @@ struct QatOpsFusePass
       return setReason(gemm, "Gemm with transA=1 has no int8 kernel");
     auto a = dequantizedOperand(gemm.getA(), true);
     if (!a)
-      return setReason(gemm, "input A is not quantized (no DequantizeLinear)");
+      return setReason(gemm, "input A is not quantized (no DequantizeLinear): "
+                             "it is " +
+                                 describeSource(gemm.getA()));
     auto bq = dequantizedOperand(gemm.getB(), false);
     if (!bq)
-      return setReason(gemm, "input B is not quantized (no DequantizeLinear)");
+      return setReason(gemm, "input B is not quantized (no DequantizeLinear): "
+                             "it is " +
+                                 describeSource(gemm.getB()));
     bool transB = gemm.getTransB() != 0;
     if (!checkRhs(gemm, *bq, transB ? 0 : 1))
       return;
@@ -453,10 +460,14 @@ struct QatOpsFusePass
       return setReason(mm, "MatMul with a 1-D operand has no int8 kernel");
     auto a = dequantizedOperand(mm.getA(), true);
     if (!a)
-      return setReason(mm, "input A is not quantized (no DequantizeLinear)");
+      return setReason(mm, "input A is not quantized (no DequantizeLinear): "
+                           "it is " +
+                               describeSource(mm.getA()));
     auto bq = dequantizedOperand(mm.getB(), false);
     if (!bq)
-      return setReason(mm, "input B is not quantized (no DequantizeLinear)");
+      return setReason(mm, "input B is not quantized (no DequantizeLinear): "
+                           "it is " +
+                               describeSource(mm.getB()));
     int64_t rankB = shapeOf(mm.getB()).size();
     if (!checkRhs(mm, *bq, rankB - 1))
       return;
@@ -513,10 +524,12 @@ struct QatOpsFusePass
     auto b = dequantizedOperand(op->getOperand(1), true);
     if (!a || !b) {
       bool constant = getConstantFloats(op->getOperand(a ? 1 : 0)).has_value();
-      return setReason(op, Twine("input ") + (a ? "B" : "A") +
-                               (constant ? " is a float constant"
-                                         : " is not quantized (no "
-                                           "DequantizeLinear)"));
+      return setReason(
+          op, Twine("input ") + (a ? "B" : "A") +
+                  (constant ? " is a float constant"
+                            : " is not quantized (no "
+                              "DequantizeLinear): it is " +
+                                  describeSource(op->getOperand(a ? 1 : 0))));
     }
     Epilogue epi;
     epi.absorbed = {a->op, op};
@@ -540,7 +553,9 @@ struct QatOpsFusePass
   void fusePool(Operation *op) {
     auto x = dequantizedOperand(op->getOperand(0), true);
     if (!x)
-      return setReason(op, "input is not quantized (no DequantizeLinear)");
+      return setReason(op, "input is not quantized (no DequantizeLinear): it "
+                           "is " +
+                               describeSource(op->getOperand(0)));
     if (auto ap = dyn_cast<onnx::AveragePoolOp>(op))
       if (llvm::any_of(ap.getDilations(), [](int64_t d) { return d != 1; }))
         return setReason(op, "dilated average pooling has no int8 kernel");
@@ -640,6 +655,10 @@ struct QatOpsFusePass
       if (dequantizedInput)
         setReason(op, "no int8 kernel for " + op->getName().stripDialect() +
                           "; it computes in fp32 on dequantized inputs");
+      else if (op->getNumOperands() && !isa<onnx::ConstantOp>(op))
+        setReason(op, "not quantized in the model (no Q/DQ around it): its "
+                      "input is " +
+                          describeSource(op->getOperand(0)));
       else
         setReason(op, "not quantized in the model (no Q/DQ around it)");
     });

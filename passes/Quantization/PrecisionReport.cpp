@@ -56,18 +56,7 @@ bool isBoundaryOrMovement(StringRef opType) {
 /// Compute nodes: what the precision question is about.
 bool isCompute(const Row &row) { return !isBoundaryOrMovement(row.opType); }
 
-/// The node that names `op` best: for a fused op its compute node, not the
-/// first dequantize it absorbed.
-std::string primaryNodeName(Operation *op) {
-  std::string fallback;
-  for (const OnnxLocInfo &info : getOnnxLocInfos(op->getLoc())) {
-    if (fallback.empty())
-      fallback = info.name;
-    if (info.kind != "QuantizeLinear" && info.kind != "DequantizeLinear")
-      return info.name;
-  }
-  return fallback;
-}
+std::string primaryNodeName(Operation *op) { return getPrimaryNode(op).name; }
 
 /// The consumers of `v`, named for a reason string.
 std::string describeUsers(Value v) {

@@ -70,6 +70,39 @@ std::string qatc::quantization::getNodeName(Operation *op) {
   return infos.empty() ? "" : infos.front().name;
 }
 
+OnnxLocInfo qatc::quantization::getPrimaryNode(Operation *op) {
+  OnnxLocInfo fallback;
+  bool first = true;
+  for (const OnnxLocInfo &info : getOnnxLocInfos(op->getLoc())) {
+    if (first)
+      fallback = info;
+    first = false;
+    if (info.kind != "QuantizeLinear" && info.kind != "DequantizeLinear")
+      return info;
+  }
+  return fallback;
+}
+
+std::string qatc::quantization::describeSource(Value v) {
+  if (isa<BlockArgument>(v)) {
+    std::string name = getTensorName(v);
+    return name.empty() ? std::string("a graph input")
+                        : "the graph input '" + name + "'";
+  }
+  Operation *def = v.getDefiningOp();
+  if (isa<onnx::ConstantOp>(def))
+    return "a float constant";
+  OnnxLocInfo node = getPrimaryNode(def);
+  std::string what = node.name.empty() ? def->getName().getStringRef().str()
+                                       : node.kind + " \"" + node.name + "\"";
+  if (isa<qat::DequantizeOp>(def))
+    return "the dequantized " + what;
+  if (isa<qat::QatDialect>(def->getDialect()))
+    return "the fp32 result of the int8 " + what +
+           " (the model has no QuantizeLinear after it)";
+  return "the fp32 output of " + what;
+}
+
 /// Appends the ONNX node locations inside `loc` to `out`.
 static void collectNodeLocs(Location loc, llvm::SetVector<Location> &out) {
   if (auto fused = dyn_cast<FusedLoc>(loc)) {

@@ -11,6 +11,7 @@
 
 #include "qatc/Dialect/Onnx/OnnxOps.h"
 #include "qatc/Dialect/Qat/QatOps.h"
+#include "qatc/Support/Locations.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -47,6 +48,15 @@ void setTensorName(mlir::Operation *op, llvm::StringRef name,
 /// The ONNX node name of `op`'s location (the first one of a fused
 /// location), or "".
 std::string getNodeName(mlir::Operation *op);
+
+/// The node that names `op` best: for a fused op its compute node, not the
+/// first dequantize it absorbed (empty when `op` has no node location).
+OnnxLocInfo getPrimaryNode(mlir::Operation *op);
+
+/// Where `v` comes from, for a reason string: "the graph input 'x'", "a
+/// float constant", "the fp32 result of the int8 Conv \"c\" (no
+/// QuantizeLinear after it)", "the output of Sigmoid \"s\" (fp32)".
+std::string describeSource(mlir::Value v);
 
 /// A location naming every ONNX node of `ops` (duplicates dropped), so a
 /// fused op keeps all the node names it absorbed.
