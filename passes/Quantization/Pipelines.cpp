@@ -27,6 +27,9 @@ void qatc::quantization::buildLowerToQatPipeline(
   pm.addPass(createQatQdqConvert());
   pm.addPass(createQatWeightsFold());
   pm.addPass(createQatQdqPropagate());
+  // Propagation can move a quantize onto a float constant (a Concat's
+  // constant input): fold those too.
+  pm.addPass(createQatWeightsFold());
   pm.addPass(createQatOpsFuse());
   // The report also enforces the override file's int8 requirements.
   if (!options.precisionReport.empty() || options.remarks ||
