@@ -189,66 +189,77 @@ Operation *convBranchRoot(Value v) {
   return op && isWeighted(op) ? op : nullptr;
 }
 
-/// All ops `v` depends on, with their position in the block.
-DenseSet<Operation *> ancestors(Value v) {
-  DenseSet<Operation *> seen;
+/// Every value `v` depends on (itself included): op results and graph
+/// inputs.
+DenseSet<Value> ancestors(Value v) {
+  DenseSet<Value> seen;
   SmallVector<Value> stack{v};
   while (!stack.empty()) {
-    Operation *op = stack.pop_back_val().getDefiningOp();
-    if (!op || !seen.insert(op).second)
+    Value cur = stack.pop_back_val();
+    if (!seen.insert(cur).second)
       continue;
-    for (Value operand : op->getOperands())
-      stack.push_back(operand);
+    if (Operation *op = cur.getDefiningOp())
+      for (Value operand : op->getOperands())
+        stack.push_back(operand);
   }
   return seen;
 }
 
-/// Length of the longest path from `from` to `to`'s producer, over ops in
-/// `within` (program order is a topological order).
-int64_t longestPath(Operation *from, Value to,
-                    const DenseSet<Operation *> &within) {
-  Operation *target = to.getDefiningOp();
-  if (!target)
-    return 0;
-  DenseMap<Operation *, int64_t> dist;
+/// True if `a` is defined before `b` (graph inputs come first).
+bool definedBefore(Value a, Value b) {
+  Operation *da = a.getDefiningOp(), *db = b.getDefiningOp();
+  if (!da)
+    return db != nullptr || cast<BlockArgument>(a).getArgNumber() <
+                                cast<BlockArgument>(b).getArgNumber();
+  return db && da->isBeforeInBlock(db);
+}
+
+/// Length (in ops) of the longest path from `from` to `to` through values
+/// in `within`; program order is a topological order, so one sweep does.
+int64_t longestPath(Value from, Value to, const DenseSet<Value> &within) {
+  DenseMap<Value, int64_t> dist;
   dist[from] = 0;
-  for (Operation *op = from->getNextNode(); op; op = op->getNextNode()) {
-    if (!within.contains(op))
+  Block *block = to.getParentBlock();
+  Operation *start = from.getDefiningOp();
+  for (Operation &op : *block) {
+    if (start && !start->isBeforeInBlock(&op))
+      continue;
+    if (op.getNumResults() != 1 || !within.contains(op.getResult(0)))
       continue;
     int64_t best = -1;
-    for (Value operand : op->getOperands())
-      if (Operation *def = operand.getDefiningOp()) {
-        auto it = dist.find(def);
-        if (it != dist.end())
-          best = std::max(best, it->second + 1);
-      }
+    for (Value operand : op.getOperands()) {
+      auto it = dist.find(operand);
+      if (it != dist.end())
+        best = std::max(best, it->second + 1);
+    }
     if (best >= 0)
-      dist[op] = best;
-    if (op == target)
+      dist[op.getResult(0)] = best;
+    if (op.getResult(0) == to)
       break;
   }
-  auto it = dist.find(target);
+  auto it = dist.find(to);
   return it == dist.end() ? 0 : it->second;
 }
 
 /// For an Add of two conv branches: the input index that stays float.
 unsigned floatInputOfTwoBranches(Operation *add, Operation *rootA,
                                  Operation *rootB, ResidualPolicy policy) {
+  unsigned last = rootA->isBeforeInBlock(rootB) ? 1 : 0;
   if (policy == ResidualPolicy::Last)
-    return rootA->isBeforeInBlock(rootB) ? 1 : 0;
+    return last;
   // ModelOpt: the input with the longer path from the lowest common
-  // ancestor is the main (non-residual) branch.
+  // ancestor (the latest value both depend on) is the main branch.
   Value a = add->getOperand(0), b = add->getOperand(1);
-  DenseSet<Operation *> ancA = ancestors(a), ancB = ancestors(b);
-  Operation *lca = nullptr;
-  for (Operation *op : ancA)
-    if (ancB.contains(op) && (!lca || lca->isBeforeInBlock(op)))
-      lca = op;
+  DenseSet<Value> ancA = ancestors(a), ancB = ancestors(b);
+  std::optional<Value> lca;
+  for (Value v : ancA)
+    if (ancB.contains(v) && (!lca || definedBefore(*lca, v)))
+      lca = v;
   if (!lca)
-    return rootA->isBeforeInBlock(rootB) ? 1 : 0;
-  int64_t la = longestPath(lca, a, ancA), lb = longestPath(lca, b, ancB);
+    return last;
+  int64_t la = longestPath(*lca, a, ancA), lb = longestPath(*lca, b, ancB);
   if (la == lb)
-    return rootA->isBeforeInBlock(rootB) ? 1 : 0;
+    return last;
   return la > lb ? 0 : 1;
 }
 

@@ -56,6 +56,8 @@ struct QatRecipeInsertPass
     auto plan = buildPlan(module, *decision, table);
     if (failed(plan) || failed(applyPlan(module, *plan)))
       return signalPassFailure();
+    // The float weights now stored as int8.
+    eraseUnusedConstants(module);
   }
 
   LogicalResult readCache(ModuleOp module) {
