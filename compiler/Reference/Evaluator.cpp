@@ -46,45 +46,58 @@ std::vector<std::string> qatc::ref::getOutputNames(func::FuncOp func) {
   return namesOf(func, "onnx.output_names", func.getNumResults(), "output_");
 }
 
+std::optional<Tensor> qatc::ref::constantValues(ElementsAttr value,
+                                                Type elementType) {
+  // The stored type: float constants are float32/64 whatever the
+  // evaluation's float type.
+  KernelContext stored;
+  stored.floatType = elementType.isF64() ? DType::F64 : DType::F32;
+  auto dtype = toDType(elementType, stored);
+  if (!dtype)
+    return std::nullopt;
+  auto shape = cast<ShapedType>(value.getType()).getShape();
+  if (auto res = dyn_cast<DenseResourceElementsAttr>(value)) {
+    AsmResourceBlob *blob = res.getRawHandle().getBlob();
+    size_t bytes = ShapedType::getNumElements(shape) * dtypeSize(*dtype);
+    if (!blob || blob->getData().size() != bytes)
+      return std::nullopt;
+    return Tensor::wrap(*dtype, shape, blob->getData().data(), nullptr);
+  }
+  auto dense = dyn_cast<DenseElementsAttr>(value);
+  if (!dense)
+    return std::nullopt;
+  Tensor t(*dtype, shape);
+  if (*dtype == DType::Bool) {
+    bool *dst = t.mutableData<bool>();
+    int64_t i = 0;
+    for (bool b : dense.getValues<bool>())
+      dst[i++] = b;
+    return t;
+  }
+  ArrayRef<char> raw = dense.getRawData();
+  size_t size = dtypeSize(*dtype);
+  for (int64_t i = 0, n = t.numElements(); i < n; ++i)
+    std::memcpy(t.mutableData<char>() + i * size,
+                raw.data() + (dense.isSplat() ? 0 : i * size), size);
+  return t;
+}
+
 namespace {
 
 /// The tensor of a constant op, in the evaluation's float type.
 FailureOr<Tensor> constantTensor(onnx::ConstantOp op,
                                  const KernelContext &ctx) {
-  auto type = cast<RankedTensorType>(op.getType());
-  Type elt = type.getElementType();
+  Type elt = cast<RankedTensorType>(op.getType()).getElementType();
   auto dtype = toDType(elt, ctx);
   if (!dtype)
     return op.emitOpError("reference evaluation of ")
                << elt << " is not supported",
            failure();
-  // The stored element type (float constants are float32/64 in the file).
-  DType stored = elt.isF64() ? DType::F64 : elt.isF32() ? DType::F32 : *dtype;
-  Tensor t;
-  Attribute value = op.getValue();
-  if (auto res = dyn_cast<DenseResourceElementsAttr>(value)) {
-    AsmResourceBlob *blob = res.getRawHandle().getBlob();
-    if (!blob)
-      return op.emitOpError("weight blob has no data"), failure();
-    t = Tensor::wrap(stored, type.getShape(), blob->getData().data(), nullptr);
-  } else if (auto dense = dyn_cast<DenseElementsAttr>(value)) {
-    t = Tensor(stored, type.getShape());
-    if (elt.isInteger(1)) {
-      bool *dst = t.mutableData<bool>();
-      int64_t i = 0;
-      for (bool b : dense.getValues<bool>())
-        dst[i++] = b;
-    } else {
-      ArrayRef<char> raw = dense.getRawData();
-      size_t size = dtypeSize(stored);
-      for (int64_t i = 0, n = t.numElements(); i < n; ++i)
-        std::memcpy(t.mutableData<char>() + i * size,
-                    raw.data() + (dense.isSplat() ? 0 : i * size), size);
-    }
-  } else {
-    return op.emitOpError("unsupported constant"), failure();
-  }
-  return castTensor(t, *dtype);
+  auto t = constantValues(cast<ElementsAttr>(op.getValue()), elt);
+  if (!t)
+    return op.emitOpError("constant data is missing or has the wrong size"),
+           failure();
+  return castTensor(*t, *dtype);
 }
 
 } // namespace

@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Kernels.h"
+#include "qatc/Reference/Evaluator.h"
 #include "qatc/Support/QuantMath.h"
 
 #include "mlir/IR/DialectResourceBlobManager.h"
@@ -156,29 +157,12 @@ Tensor finish(Type type, int64_t count, ArrayRef<int64_t> shape,
 
 /// The tensor held by a qat.constant.
 FailureOr<Tensor> constantTensor(qat::ConstantOp op) {
-  auto dtype = storageDType(qat::getQuantType(op.getOutput().getType()));
-  if (!dtype)
-    return op.emitOpError("unsupported storage type"), failure();
-  auto shape = op.getOutput().getType().getShape();
-  Tensor t(*dtype, shape);
-  size_t bytes = t.byteSize();
-  Attribute value = op.getValue();
-  if (auto res = dyn_cast<DenseResourceElementsAttr>(value)) {
-    AsmResourceBlob *blob = res.getRawHandle().getBlob();
-    if (!blob || blob->getData().size() != bytes)
-      return op.emitOpError("weight blob is missing or has the wrong size"),
-             failure();
-    return Tensor::wrap(*dtype, shape, blob->getData().data(), nullptr);
-  }
-  auto dense = dyn_cast<DenseElementsAttr>(value);
-  if (!dense)
-    return op.emitOpError("unsupported constant"), failure();
-  ArrayRef<char> raw = dense.getRawData();
-  size_t elt = dtypeSize(*dtype);
-  for (int64_t i = 0, n = t.numElements(); i < n; ++i)
-    std::memcpy(t.mutableData<char>() + i * elt,
-                raw.data() + (dense.isSplat() ? 0 : i * elt), elt);
-  return t;
+  auto t = constantValues(op.getValue(),
+                          getElementTypeOrSelf(op.getOutput().getType()));
+  if (!t)
+    return op.emitOpError("weight data is missing or has the wrong size"),
+           failure();
+  return *t;
 }
 
 /// Runs `fn(T{})` in the evaluation's float type.

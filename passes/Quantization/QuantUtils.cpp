@@ -2,6 +2,7 @@
 
 #include "QuantUtils.h"
 #include "qatc/Frontend/OnnxImporter.h"
+#include "qatc/Reference/Evaluator.h"
 #include "qatc/Support/Locations.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -148,30 +149,25 @@ void qatc::quantization::recordRemoved(Operation *op, StringRef reason) {
     module->setAttr(kRemovedNodesAttr, removed.getDictionary(op->getContext()));
 }
 
+/// The values of a constant as `T`, converted as ONNX Cast converts.
+template <typename T>
+static std::optional<std::vector<T>>
+valuesAs(ElementsAttr value, Type elementType, ref::DType dtype) {
+  auto t = ref::constantValues(value, elementType);
+  if (!t)
+    return std::nullopt;
+  ref::Tensor converted = ref::castTensor(*t, dtype);
+  const T *data = converted.data<T>();
+  return std::vector<T>(data, data + converted.numElements());
+}
+
 std::optional<std::vector<float>>
 qatc::quantization::getConstantFloats(Value v) {
   auto cst = v.getDefiningOp<onnx::ConstantOp>();
-  if (!cst)
+  if (!cst || !elementTypeOf(v).isF32())
     return std::nullopt;
-  auto type = dyn_cast<RankedTensorType>(cst.getType());
-  if (!type || !type.getElementType().isF32())
-    return std::nullopt;
-  std::vector<float> out(type.getNumElements());
-  Attribute value = cst.getValue();
-  if (auto res = dyn_cast<DenseResourceElementsAttr>(value)) {
-    AsmResourceBlob *blob = res.getRawHandle().getBlob();
-    if (!blob || blob->getData().size() != out.size() * sizeof(float))
-      return std::nullopt;
-    std::memcpy(out.data(), blob->getData().data(), out.size() * sizeof(float));
-    return out;
-  }
-  if (auto dense = dyn_cast<DenseElementsAttr>(value)) {
-    size_t i = 0;
-    for (float f : dense.getValues<float>())
-      out[i++] = f;
-    return out;
-  }
-  return std::nullopt;
+  return valuesAs<float>(cast<ElementsAttr>(cst.getValue()), elementTypeOf(v),
+                         ref::DType::F32);
 }
 
 std::optional<std::vector<double>>
@@ -179,54 +175,8 @@ qatc::quantization::getConstantAsDoubles(Value v) {
   auto cst = v.getDefiningOp<onnx::ConstantOp>();
   if (!cst)
     return std::nullopt;
-  auto type = dyn_cast<RankedTensorType>(cst.getType());
-  if (!type)
-    return std::nullopt;
-  Type elt = type.getElementType();
-  std::vector<double> out;
-  if (elt.isF32()) {
-    auto floats = getConstantFloats(v);
-    if (!floats)
-      return std::nullopt;
-    out.assign(floats->begin(), floats->end());
-    return out;
-  }
-  auto intType = dyn_cast<IntegerType>(elt);
-  Attribute value = cst.getValue();
-  if (auto res = dyn_cast<DenseResourceElementsAttr>(value)) {
-    AsmResourceBlob *blob = res.getRawHandle().getBlob();
-    unsigned width = intType ? intType.getWidth() : 0;
-    if (!blob || !intType || width % 8 != 0 || width > 64 ||
-        blob->getData().size() !=
-            static_cast<size_t>(type.getNumElements()) * (width / 8))
-      return std::nullopt;
-    const char *raw = blob->getData().data();
-    for (int64_t i = 0, n = type.getNumElements(); i < n; ++i) {
-      uint64_t u = 0;
-      std::memcpy(&u, raw + i * (width / 8), width / 8);
-      if (!intType.isUnsigned() && width < 64 && (u >> (width - 1)) & 1)
-        u |= ~uint64_t(0) << width; // sign-extend
-      out.push_back(intType.isUnsigned() ? static_cast<double>(u)
-                                         : static_cast<double>(int64_t(u)));
-    }
-    return out;
-  }
-  auto dense = dyn_cast<DenseElementsAttr>(value);
-  if (!dense)
-    return std::nullopt;
-  if (intType) {
-    for (APInt i : dense.getValues<APInt>())
-      out.push_back(intType.isUnsigned() || intType.getWidth() == 1
-                        ? static_cast<double>(i.getZExtValue())
-                        : static_cast<double>(i.getSExtValue()));
-    return out;
-  }
-  if (isa<FloatType>(elt)) {
-    for (APFloat f : dense.getValues<APFloat>())
-      out.push_back(f.convertToDouble());
-    return out;
-  }
-  return std::nullopt;
+  return valuesAs<double>(cast<ElementsAttr>(cst.getValue()), elementTypeOf(v),
+                          ref::DType::F64);
 }
 
 std::optional<std::vector<int64_t>>
@@ -234,53 +184,7 @@ qatc::quantization::getConstantInts(Value v) {
   auto cst = v.getDefiningOp<qat::ConstantOp>();
   if (!cst)
     return std::nullopt;
-  auto qtype = qat::getQuantType(cst.getType());
-  auto type = cast<ShapedType>(cst.getValue().getType());
-  unsigned width = type.getElementTypeBitWidth();
-  bool isSigned = qtype.isSigned();
-  std::vector<int64_t> out(type.getNumElements());
-  auto fromRaw = [&](const char *raw, bool splat) {
-    size_t bytes = width / 8;
-    for (size_t i = 0; i < out.size(); ++i) {
-      const char *p = raw + (splat ? 0 : i * bytes);
-      int64_t x = 0;
-      switch (width) {
-      case 8:
-        x = isSigned ? int64_t(int8_t(*p)) : int64_t(uint8_t(*p));
-        break;
-      case 16: {
-        uint16_t u;
-        std::memcpy(&u, p, 2);
-        x = isSigned ? int64_t(int16_t(u)) : int64_t(u);
-        break;
-      }
-      case 32: {
-        uint32_t u;
-        std::memcpy(&u, p, 4);
-        x = isSigned ? int64_t(int32_t(u)) : int64_t(u);
-        break;
-      }
-      default:
-        return false;
-      }
-      out[i] = x;
-    }
-    return true;
-  };
-  Attribute value = cst.getValue();
-  if (auto res = dyn_cast<DenseResourceElementsAttr>(value)) {
-    AsmResourceBlob *blob = res.getRawHandle().getBlob();
-    if (!blob || blob->getData().size() != out.size() * (width / 8) ||
-        !fromRaw(blob->getData().data(), false))
-      return std::nullopt;
-    return out;
-  }
-  if (auto dense = dyn_cast<DenseElementsAttr>(value)) {
-    if (!fromRaw(dense.getRawData().data(), dense.isSplat()))
-      return std::nullopt;
-    return out;
-  }
-  return std::nullopt;
+  return valuesAs<int64_t>(cst.getValue(), elementTypeOf(v), ref::DType::I64);
 }
 
 ElementsAttr qatc::quantization::makeElements(RankedTensorType type,

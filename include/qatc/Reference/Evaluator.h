@@ -18,6 +18,7 @@
 #include "mlir/IR/BuiltinOps.h"
 
 #include <functional>
+#include <optional>
 #include <vector>
 
 namespace qatc::ref {
@@ -44,6 +45,14 @@ struct EvalOptions {
 mlir::FailureOr<std::vector<Tensor>> evaluate(mlir::ModuleOp module,
                                               llvm::ArrayRef<Tensor> inputs,
                                               const EvalOptions &options = {});
+
+/// The values of an elements attribute as a tensor of `elementType`'s own
+/// dtype (float32, int8, ...; a quantized type as its stored integers): a
+/// weight blob is wrapped without a copy, a dense literal copied with splats
+/// expanded. nullopt for an element type the evaluator does not handle, or a
+/// blob whose size does not match.
+std::optional<Tensor> constantValues(mlir::ElementsAttr value,
+                                     mlir::Type elementType);
 
 /// The model's function.
 mlir::func::FuncOp getMainFunction(mlir::ModuleOp module);
