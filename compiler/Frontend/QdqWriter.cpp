@@ -203,16 +203,11 @@ private:
       q->set_data_type(TP::INT8);
       for (int64_t d : init->second->dims())
         q->add_dims(d);
-      int64_t channels = ins.scales.size(), inner = 1;
-      for (int d = ins.axis + 1; channels > 1 && d < q->dims_size(); ++d)
-        inner *= q->dims(d);
-      std::string bytes(values->size(), '\0');
-      for (size_t i = 0; i < values->size(); ++i) {
-        int64_t c =
-            channels > 1 ? (static_cast<int64_t>(i) / inner) % channels : 0;
-        bytes[i] = static_cast<char>(
-            quantizeValue<float>((*values)[i], ins.scales[c], 0, -128, 127));
-      }
+      std::vector<int64_t> dims(q->dims().begin(), q->dims().end());
+      std::vector<int8_t> ints = quantizeWeights(
+          *values, ins.scales,
+          AxisIndex(dims, ins.scales.size() > 1 ? ins.axis : -1));
+      std::string bytes(ints.begin(), ints.end());
       q->set_raw_data(std::move(bytes));
       quantized = q->name();
       replaced.insert(ins.tensor);

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Kernels.h"
+#include "qatc/Support/QuantMath.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"
@@ -489,24 +490,12 @@ Results qatc::ref::evalReduceMean(onnx::ReduceMeanOp op, ArrayRef<Tensor> in,
 
 namespace {
 
-/// Index of the scale/zero point for each element: per-tensor (0) or along
-/// `axis`.
-struct QuantIndex {
-  QuantIndex(const Tensor &x, const Tensor &scale, int64_t axis) {
-    if (scale.numElements() <= 1)
-      return;
-    perAxis = true;
-    dim = x.dim(axis);
-    inner = 1;
-    for (int64_t d = axis + 1; d < x.rank(); ++d)
-      inner *= x.dim(d);
-  }
-  int64_t operator()(int64_t i) const {
-    return perAxis ? (i / inner) % dim : 0;
-  }
-  bool perAxis = false;
-  int64_t dim = 1, inner = 1;
-};
+/// Index of the scale/zero point of each element: per tensor (always 0) or
+/// along `axis`.
+qatc::AxisIndex quantIndex(const Tensor &x, const Tensor &scale, int64_t axis) {
+  return scale.numElements() <= 1 ? qatc::AxisIndex()
+                                  : qatc::AxisIndex(x.shape(), axis);
+}
 
 template <typename Fn> bool dispatchQuantized(DType type, Fn &&fn) {
   switch (type) {
@@ -541,7 +530,7 @@ Results qatc::ref::evalQuantize(onnx::QuantizeLinearOp op, ArrayRef<Tensor> in,
   std::optional<Tensor> zp;
   if (in.size() > 2)
     zp = in[2];
-  QuantIndex qi(x, scale, static_cast<int64_t>(op.getAxis()));
+  qatc::AxisIndex qi = quantIndex(x, scale, static_cast<int64_t>(op.getAxis()));
   Tensor out(*outType, x.shape());
   dispatchFloat(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
@@ -573,7 +562,7 @@ Results qatc::ref::evalDequantize(onnx::DequantizeLinearOp op,
   std::optional<Tensor> zp;
   if (in.size() > 2)
     zp = in[2];
-  QuantIndex qi(x, scale, static_cast<int64_t>(op.getAxis()));
+  qatc::AxisIndex qi = quantIndex(x, scale, static_cast<int64_t>(op.getAxis()));
   Tensor out(scale.dtype(), x.shape());
   bool ok = dispatchQuantized(x.dtype(), [&](auto qtag) {
     using Q = decltype(qtag);

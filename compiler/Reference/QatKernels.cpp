@@ -41,33 +41,6 @@ std::optional<DType> qatc::ref::storageDType(quant::QuantizedType type) {
 
 namespace {
 
-/// Quantization parameters of a tensor, per element along the quantized
-/// dimension (one entry for per-tensor types).
-struct QuantParams {
-  QuantParams(Type tensorType) {
-    auto shaped = cast<RankedTensorType>(tensorType);
-    type = qat::getQuantType(shaped);
-    qmin = type.getStorageTypeMin();
-    qmax = type.getStorageTypeMax();
-    if (auto axis = dyn_cast<quant::UniformQuantizedPerAxisType>(type)) {
-      int64_t dim = axis.getQuantizedDimension();
-      channels = shaped.getDimSize(dim);
-      for (int64_t d = dim + 1; d < shaped.getRank(); ++d)
-        inner *= shaped.getDimSize(d);
-    }
-    scales = qat::getChannelScales(type, channels);
-    zeroPoints = qat::getChannelZeroPoints(type, channels);
-  }
-  /// The channel of flat element `i`.
-  int64_t channel(int64_t i) const {
-    return channels == 1 ? 0 : (i / inner) % channels;
-  }
-  quant::QuantizedType type;
-  int64_t qmin, qmax, channels = 1, inner = 1;
-  SmallVector<double> scales;
-  SmallVector<int64_t> zeroPoints;
-};
-
 /// Reads element `i` of an integer tensor as int64.
 int64_t intAt(const Tensor &t, int64_t i) {
   switch (t.dtype()) {
@@ -115,7 +88,7 @@ void setInt(Tensor &t, int64_t i, int64_t v) {
 
 /// The stored integers minus their zero points, as an exact F64 tensor.
 Tensor centered(const Tensor &q, Type type) {
-  QuantParams p(type);
+  qat::QuantLayout p(type);
   Tensor out(DType::F64, q.shape());
   double *dst = out.mutableData<double>();
   for (int64_t i = 0, n = q.numElements(); i < n; ++i)
@@ -144,7 +117,7 @@ Tensor finish(Type type, int64_t count, ArrayRef<int64_t> shape,
     });
     return out;
   }
-  QuantParams p(type);
+  qat::QuantLayout p(type);
   Tensor out(*storageDType(p.type), shape);
   for (int64_t i = 0; i < count; ++i) {
     int64_t c = p.channel(i);
@@ -208,7 +181,7 @@ Tensor linearEpilogue(OpTy op, const Tensor &acc, ArrayRef<Tensor> in,
   const Tensor *bias = op.getBias() ? &in[next++] : nullptr;
   const Tensor *scale = op.getChannelScale() ? &in[next++] : nullptr;
   const Tensor *residual = op.getResidual() ? &in[next++] : nullptr;
-  std::optional<QuantParams> rp;
+  std::optional<qat::QuantLayout> rp;
   if (residual)
     rp.emplace(op.getResidual().getType());
   auto type = op.getOutput().getType();
@@ -310,7 +283,7 @@ struct Broadcast {
 template <typename OpTy>
 Results evalElementwise(OpTy op, ArrayRef<Tensor> in, const KernelContext &ctx,
                         bool isAdd) {
-  QuantParams pa(op.getLhs().getType()), pb(op.getRhs().getType());
+  qat::QuantLayout pa(op.getLhs().getType()), pb(op.getRhs().getType());
   auto shape = op.getOutput().getType().getShape();
   Broadcast ba(in[0].shape(), shape), bb(in[1].shape(), shape);
   int64_t count = 1;
@@ -337,7 +310,7 @@ Tensor averagePool(Operation *op, const Tensor &q, Type inType, Type outType,
                    ArrayRef<int64_t> kernel, ArrayRef<int64_t> strides,
                    ArrayRef<int64_t> pads, bool countPad,
                    qat::RoundingMode mode, const KernelContext &ctx) {
-  QuantParams p(inType);
+  qat::QuantLayout p(inType);
   Tensor x = centered(q, inType);
   auto shape = cast<RankedTensorType>(outType).getShape();
   SmallVector<int64_t> dilations(kernel.size(), 1);
@@ -366,7 +339,7 @@ Results evalQatQuantize(qat::QuantizeOp op, ArrayRef<Tensor> in,
 Results evalQatDequantize(qat::DequantizeOp op, ArrayRef<Tensor> in,
                           const KernelContext &ctx) {
   const Tensor &q = in[0];
-  QuantParams p(op.getInput().getType());
+  qat::QuantLayout p(op.getInput().getType());
   Tensor out(ctx.floatType, q.shape());
   dispatchFloat(ctx.floatType, [&](auto tag) {
     using T = decltype(tag);
@@ -385,7 +358,7 @@ Results evalQatDequantize(qat::DequantizeOp op, ArrayRef<Tensor> in,
 Results evalRequantize(qat::RequantizeOp op, ArrayRef<Tensor> in,
                        const KernelContext &ctx) {
   const Tensor &q = in[0];
-  QuantParams p(op.getInput().getType());
+  qat::QuantLayout p(op.getInput().getType());
   return one(inFloat(ctx, [&](auto tag) {
     using T = decltype(tag);
     auto y = [&](int64_t i) -> T {

@@ -525,24 +525,16 @@ FailureOr<QdqPlan> qatc::quantization::buildPlan(ModuleOp module,
     ins.tensor = w.tensor;
     ins.consumers = {{w.node, w.input}};
     ins.isWeight = true;
-    if (w.axis < 0) {
-      double amax = 0;
-      for (float v : *values)
-        amax = std::max(amax, std::fabs(double(v)));
-      ins.scales = {calib::scaleFromAmax(amax)};
-    } else {
-      int64_t channels = shape[w.axis], inner = 1;
-      for (size_t d = w.axis + 1; d < shape.size(); ++d)
-        inner *= shape[d];
-      std::vector<double> amax(channels, 0.0);
-      for (size_t i = 0; i < values->size(); ++i) {
-        int64_t c = (static_cast<int64_t>(i) / inner) % channels;
-        amax[c] = std::max(amax[c], std::fabs(double((*values)[i])));
-      }
-      for (double a : amax)
-        ins.scales.push_back(calib::scaleFromAmax(a));
-      ins.axis = w.axis;
+    // Per output channel (or one scale for the whole weight).
+    AxisIndex channel(shape, w.axis);
+    std::vector<double> amax(channel.channels(), 0.0);
+    for (size_t i = 0; i < values->size(); ++i) {
+      double &a = amax[channel(static_cast<int64_t>(i))];
+      a = std::max(a, std::fabs(double((*values)[i])));
     }
+    for (double a : amax)
+      ins.scales.push_back(calib::scaleFromAmax(a));
+    ins.axis = std::max<int64_t>(w.axis, 0);
     plan.insertions.push_back(std::move(ins));
   }
   return plan;
@@ -624,15 +616,10 @@ LogicalResult qatc::quantization::applyPlan(ModuleOp module,
       if (!floats)
         return emitError(module.getLoc())
                << "weight '" << ins.tensor << "' is not a float constant";
-      int64_t channels = perAxis ? type.getDimSize(axis) : 1, inner = 1;
-      for (int64_t d = axis + 1; perAxis && d < type.getRank(); ++d)
-        inner *= type.getDimSize(d);
-      std::vector<char> bytes(floats->size());
-      for (size_t i = 0; i < floats->size(); ++i) {
-        int64_t c = perAxis ? (static_cast<int64_t>(i) / inner) % channels : 0;
-        bytes[i] = static_cast<char>(
-            quantizeValue<float>((*floats)[i], ins.scales[c], 0, -128, 127));
-      }
+      std::vector<int8_t> ints = quantizeWeights(
+          *floats, ins.scales, AxisIndex(type.getShape(), perAxis ? axis : -1));
+      ArrayRef<char> bytes(reinterpret_cast<const char *>(ints.data()),
+                           ints.size());
       auto i8 = RankedTensorType::get(type.getShape(), b.getIntegerType(8));
       auto cst = b.create<onnx::ConstantOp>(
           qloc, makeElements(i8, bytes, ins.tensor + "_quantized"));

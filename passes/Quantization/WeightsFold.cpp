@@ -25,42 +25,19 @@ using namespace qatc::quantization;
 
 namespace {
 
-/// For per-axis types: the channel of flat element `i`.
-struct ChannelIndex {
-  ChannelIndex(ArrayRef<int64_t> shape, quant::QuantizedType type) {
-    auto axis = dyn_cast<quant::UniformQuantizedPerAxisType>(type);
-    if (!axis)
-      return;
-    dim = axis.getQuantizedDimension();
-    size = shape[dim];
-    for (size_t d = dim + 1; d < shape.size(); ++d)
-      inner *= shape[d];
-  }
-  int64_t operator()(int64_t i) const {
-    return dim < 0 ? 0 : (i / inner) % size;
-  }
-  int64_t dim = -1, size = 1, inner = 1;
-};
-
 /// qat.quantize(onnx.Constant f32) -> qat.constant.
 bool foldQuantize(qat::QuantizeOp q) {
   auto floats = getConstantFloats(q.getInput());
   if (!floats)
     return false;
   auto type = cast<RankedTensorType>(q.getOutput().getType());
-  auto qtype = qat::getQuantType(type);
-  int64_t channels = 1;
-  if (auto axis = dyn_cast<quant::UniformQuantizedPerAxisType>(qtype))
-    channels = type.getShape()[axis.getQuantizedDimension()];
-  SmallVector<double> scales = qat::getChannelScales(qtype, channels);
-  SmallVector<int64_t> zps = qat::getChannelZeroPoints(qtype, channels);
-  ChannelIndex channel(type.getShape(), qtype);
+  qat::QuantLayout layout(type);
   std::vector<int64_t> values(floats->size());
   for (size_t i = 0; i < values.size(); ++i) {
-    int64_t c = channel(i);
-    values[i] = quantizeValue<float>(
-        (*floats)[i], static_cast<float>(scales[c]), zps[c],
-        qtype.getStorageTypeMin(), qtype.getStorageTypeMax());
+    int64_t c = layout.channel(i);
+    values[i] =
+        quantizeValue<float>((*floats)[i], static_cast<float>(layout.scales[c]),
+                             layout.zeroPoints[c], layout.qmin, layout.qmax);
   }
   OpBuilder b(q);
   auto cst = createQuantConstant(b, q.getLoc(), type, values,

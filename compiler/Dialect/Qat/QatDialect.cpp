@@ -135,3 +135,13 @@ SmallVector<int64_t> qatc::qat::getChannelZeroPoints(quant::QuantizedType type,
   return SmallVector<int64_t>(
       channels, cast<quant::UniformQuantizedType>(type).getZeroPoint());
 }
+
+qatc::qat::QuantLayout::QuantLayout(Type tensorType)
+    : type(getQuantType(tensorType)), qmin(type.getStorageTypeMin()),
+      qmax(type.getStorageTypeMax()) {
+  auto shape = cast<RankedTensorType>(tensorType).getShape();
+  if (auto axis = dyn_cast<quant::UniformQuantizedPerAxisType>(type))
+    channel = AxisIndex(shape, axis.getQuantizedDimension());
+  scales = getChannelScales(type, channel.channels());
+  zeroPoints = getChannelZeroPoints(type, channel.channels());
+}

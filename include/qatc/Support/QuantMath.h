@@ -14,6 +14,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <vector>
 
 namespace qatc {
 
@@ -56,6 +57,46 @@ inline int64_t quantizeValue(T x, T scale, int64_t zeroPoint, int64_t qmin,
 template <typename T>
 inline T dequantizeValue(int64_t q, T scale, int64_t zeroPoint) {
   return static_cast<T>(q - zeroPoint) * scale;
+}
+
+/// Per-axis quantization: the channel (index along `axis`) of flat,
+/// row-major element `i` of a tensor of shape `dims`. Default-constructed,
+/// or with a negative axis, it is per tensor: always channel 0.
+class AxisIndex {
+public:
+  AxisIndex() = default;
+  template <typename Dims> AxisIndex(const Dims &dims, int64_t axis) {
+    if (axis < 0)
+      return;
+    int64_t d = 0;
+    for (int64_t n : dims) {
+      if (d == axis)
+        size = n;
+      else if (d > axis)
+        inner *= n;
+      ++d;
+    }
+  }
+  int64_t operator()(int64_t i) const {
+    return size <= 1 ? 0 : (i / inner) % size;
+  }
+  /// Slices along the axis (1 per tensor).
+  int64_t channels() const { return size; }
+
+private:
+  int64_t size = 1, inner = 1;
+};
+
+/// A weight as TensorRT quantizes it at build time: symmetric int8
+/// (zero point 0), one scale per channel of `channel`.
+inline std::vector<int8_t> quantizeWeights(const std::vector<float> &values,
+                                           const std::vector<float> &scales,
+                                           const AxisIndex &channel) {
+  std::vector<int8_t> out(values.size());
+  for (size_t i = 0; i < values.size(); ++i)
+    out[i] = static_cast<int8_t>(quantizeValue<float>(
+        values[i], scales[channel(static_cast<int64_t>(i))], 0, -128, 127));
+  return out;
 }
 
 } // namespace qatc

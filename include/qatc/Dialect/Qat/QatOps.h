@@ -18,6 +18,7 @@
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "qatc/Support/QuantMath.h"
 
 namespace qatc::qat {
 
@@ -48,6 +49,18 @@ llvm::SmallVector<double> getChannelScales(mlir::quant::QuantizedType type,
 /// The zero points of a quantized element type, one per channel.
 llvm::SmallVector<int64_t> getChannelZeroPoints(mlir::quant::QuantizedType type,
                                                 int64_t channels);
+
+/// The quantization parameters of every element of a quantized tensor type:
+/// per channel along the quantized dimension (one channel per tensor).
+struct QuantLayout {
+  explicit QuantLayout(mlir::Type tensorType);
+  mlir::quant::QuantizedType type;
+  int64_t qmin, qmax;
+  /// The channel of each flat element.
+  AxisIndex channel;
+  llvm::SmallVector<double> scales;
+  llvm::SmallVector<int64_t> zeroPoints;
+};
 
 } // namespace qatc::qat
 
