@@ -244,3 +244,13 @@ Tensor qatc::ref::castTensor(const Tensor &t, DType to) {
   });
   return out;
 }
+
+Tensor qatc::ref::sliceRows(const Tensor &t, int64_t first, int64_t count) {
+  llvm::SmallVector<int64_t, 6> shape(t.shape());
+  shape[0] = count;
+  Tensor out(t.dtype(), shape);
+  size_t rowBytes = t.dim(0) ? t.byteSize() / t.dim(0) : 0;
+  std::memcpy(out.mutableData<char>(), t.bytes() + first * rowBytes,
+              count * rowBytes);
+  return out;
+}

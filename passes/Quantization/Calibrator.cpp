@@ -34,43 +34,42 @@ std::string shapeStr(llvm::ArrayRef<int64_t> shape) {
   return s + "]";
 }
 
-/// Rows [first, first + count) of `t` along axis 0, reshaped to `shape`.
-Tensor rows(const Tensor &t, int64_t first, int64_t count,
-            llvm::ArrayRef<int64_t> shape) {
-  Tensor out(t.dtype(), shape);
-  size_t rowBytes = t.dim(0) ? t.byteSize() / t.dim(0) : 0;
-  std::memcpy(out.mutableData<char>(), t.bytes() + first * rowBytes,
-              count * rowBytes);
-  return out;
-}
-
 } // namespace
+
+llvm::Expected<std::vector<std::string>>
+qatc::quantization::listCalibrationFiles(StringRef path) {
+  std::vector<std::string> files;
+  if (!llvm::sys::fs::is_directory(path)) {
+    files.push_back(path.str());
+    return files;
+  }
+  std::error_code ec;
+  for (llvm::sys::fs::directory_iterator it(path, ec), end; it != end && !ec;
+       it.increment(ec)) {
+    StringRef p = it->path();
+    if (p.ends_with(".npy") || p.ends_with(".npz"))
+      files.push_back(p.str());
+  }
+  if (ec)
+    return fail("cannot list " + path + ": " + ec.message());
+  llvm::sort(files);
+  if (files.empty())
+    return fail(path + " holds no .npy or .npz files");
+  return files;
+}
 
 llvm::Expected<std::vector<Sample>> qatc::quantization::loadCalibrationData(
     StringRef path, ArrayRef<std::string> names,
     ArrayRef<std::vector<int64_t>> inputShapes) {
-  std::vector<std::string> files;
-  if (llvm::sys::fs::is_directory(path)) {
-    std::error_code ec;
-    for (llvm::sys::fs::directory_iterator it(path, ec), end; it != end && !ec;
-         it.increment(ec)) {
-      StringRef p = it->path();
-      if (p.ends_with(".npy") || p.ends_with(".npz"))
-        files.push_back(p.str());
-    }
-    if (ec)
-      return fail("cannot list " + path + ": " + ec.message());
-    llvm::sort(files);
-    if (files.empty())
-      return fail(path + " holds no .npy or .npz files");
-  } else {
-    files.push_back(path.str());
-  }
+  auto listed = listCalibrationFiles(path);
+  if (!listed)
+    return listed.takeError();
+  std::vector<std::string> files = std::move(*listed);
   std::vector<Sample> samples;
   for (const std::string &file : files) {
     auto tensors = ref::readTensors(file);
     if (!tensors)
-      return fail(file + ": " + llvm::toString(tensors.takeError()));
+      return tensors.takeError(); // it names the file
     std::vector<std::optional<Tensor>> byInput(names.size());
     if (StringRef(file).ends_with(".npz")) {
       for (auto &[name, t] : *tensors) {
@@ -125,8 +124,8 @@ llvm::Expected<std::vector<Sample>> qatc::quantization::loadCalibrationData(
     for (int64_t k = 0; k < count; ++k) {
       Sample s;
       for (size_t i = 0; i < names.size(); ++i)
-        s.push_back(
-            rows(data[i], k * perSample[i], perSample[i], inputShapes[i]));
+        s.push_back(ref::sliceRows(data[i], k * perSample[i], perSample[i])
+                        .reshaped(inputShapes[i]));
       samples.push_back(std::move(s));
     }
   }

@@ -212,17 +212,6 @@ FailureOr<std::vector<Tensor>> bindInputs(func::FuncOp func,
   return given;
 }
 
-/// Rows [first, first + count) of `t`.
-Tensor sliceRows(const Tensor &t, int64_t first, int64_t count) {
-  SmallVector<int64_t> shape(t.shape());
-  shape[0] = count;
-  Tensor out(t.dtype(), shape);
-  size_t rowBytes = t.dim(0) ? t.byteSize() / t.dim(0) : 0;
-  std::memcpy(out.mutableData<char>(), t.bytes() + first * rowBytes,
-              count * rowBytes);
-  return out;
-}
-
 /// Concatenates tensors along axis 0.
 Tensor concatRows(ArrayRef<Tensor> parts) {
   SmallVector<int64_t> shape(parts.front().shape());

@@ -193,20 +193,12 @@ std::map<std::string, std::vector<int64_t>> shapesFromData(func::FuncOp func) {
   auto dynamic = func->getAttrOfType<ArrayAttr>(kDynamicInputDimsAttr);
   if (!dynamic || calibData.empty())
     return shapes;
-  std::string file = calibData;
-  if (llvm::sys::fs::is_directory(file)) {
-    std::vector<std::string> files;
-    std::error_code ec;
-    for (llvm::sys::fs::directory_iterator it(file, ec), end; it != end && !ec;
-         it.increment(ec))
-      if (StringRef(it->path()).ends_with(".npy") ||
-          StringRef(it->path()).ends_with(".npz"))
-        files.push_back(it->path());
-    if (files.empty())
-      return shapes;
-    llvm::sort(files);
-    file = files.front();
+  auto files = listCalibrationFiles(calibData);
+  if (!files) {
+    llvm::consumeError(files.takeError()); // reported when loading
+    return shapes;
   }
+  const std::string &file = files->front();
   auto tensors = ref::readTensors(file);
   if (!tensors) {
     llvm::consumeError(tensors.takeError()); // reported when loading

@@ -29,6 +29,11 @@ namespace qatc::quantization {
 /// One evaluation's inputs, in the order of the graph inputs.
 using Sample = std::vector<ref::Tensor>;
 
+/// The calibration files `path` names: itself, or the .npy and .npz files
+/// of a directory in name order (an error if there are none).
+llvm::Expected<std::vector<std::string>>
+listCalibrationFiles(llvm::StringRef path);
+
 /// Reads calibration data from a .npy (the model's single input, with a
 /// batch axis), an .npz (one array per input, named after it, each with a
 /// batch axis) or a directory of such files (in name order), and splits it

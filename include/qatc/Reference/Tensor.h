@@ -76,6 +76,9 @@ llvm::SmallVector<int64_t, 6> stridesOf(llvm::ArrayRef<int64_t> shape);
 double halfToDouble(uint16_t h);
 uint16_t doubleToHalf(double d);
 
+/// Rows [first, first + count) of `t` along axis 0 (a copy).
+Tensor sliceRows(const Tensor &t, int64_t first, int64_t count);
+
 /// Converts every element to `to` with ONNX Cast semantics (float to integer
 /// truncates toward zero, to bool is `!= 0`).
 Tensor castTensor(const Tensor &t, DType to);
