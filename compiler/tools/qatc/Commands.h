@@ -10,6 +10,9 @@
 
 #include "qatc/Frontend/ImportCLOptions.h"
 
+#include "qatc/Reference/Tensor.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 #include "mlir/Pass/PassManager.h"
@@ -17,6 +20,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <functional>
+#include <map>
 
 namespace qatc::driver {
 
@@ -56,6 +60,15 @@ mlir::OwningOpRef<mlir::ModuleOp>
 loadModel(mlir::MLIRContext &ctx, llvm::StringRef path,
           const ImportCLOptions &options, llvm::StringRef command,
           const std::function<void(ImportOptions &)> &adjust = {});
+
+/// For each graph input whose model dimensions were dynamic: the input's
+/// shape with those dimensions taken from `data` (one tensor, or null, per
+/// input; a tensor may lack the leading batch axis), skipping dimension 0
+/// when `keepBatch`. Only inputs whose shape changes are listed, ready for
+/// ImportOptions::inputShapes.
+std::map<std::string, std::vector<int64_t>>
+shapesFromData(mlir::func::FuncOp func,
+               llvm::ArrayRef<const ref::Tensor *> data, bool keepBatch);
 
 /// Prints what a user wants to know about an imported model: I/O, op counts,
 /// quantization and weights.

@@ -235,20 +235,10 @@ public:
   /// Imports (or re-imports) the model with `rows` rows for every input
   /// whose batch dimension is dynamic; runs the qat pipeline if asked.
   FailureOr<ModuleOp> moduleFor(ArrayRef<Tensor> inputs) {
-    std::map<std::string, std::vector<int64_t>> shapes;
-    if (auto dynamic =
-            firstFunc->getAttrOfType<ArrayAttr>(kDynamicInputDimsAttr)) {
-      for (auto [i, attr] : llvm::enumerate(dynamic)) {
-        auto dims = cast<DenseI64ArrayAttr>(attr).asArrayRef();
-        auto argType =
-            cast<RankedTensorType>(firstFunc.getArgument(i).getType());
-        if (dims.empty() || inputs[i].rank() != argType.getRank() ||
-            inputs[i].shape() == argType.getShape())
-          continue;
-        shapes[names[i]] = std::vector<int64_t>(inputs[i].shape().begin(),
-                                                inputs[i].shape().end());
-      }
-    }
+    SmallVector<const Tensor *> data;
+    for (const Tensor &t : inputs)
+      data.push_back(&t);
+    auto shapes = shapesFromData(firstFunc, data, /*keepBatch=*/false);
     std::string key;
     for (auto &[name, dims] : shapes)
       for (int64_t d : dims)

@@ -188,45 +188,26 @@ ScaleTable scalesOfQdqModel(ModuleOp module) {
 /// Sizes for the dynamic dimensions other than the batch, taken from the
 /// first calibration file (the batch stays as imported: calibration
 /// evaluates one sample at a time).
-std::map<std::string, std::vector<int64_t>> shapesFromData(func::FuncOp func) {
-  std::map<std::string, std::vector<int64_t>> shapes;
-  auto dynamic = func->getAttrOfType<ArrayAttr>(kDynamicInputDimsAttr);
-  if (!dynamic || calibData.empty())
-    return shapes;
+std::map<std::string, std::vector<int64_t>>
+shapesFromCalibration(func::FuncOp func) {
   auto files = listCalibrationFiles(calibData);
-  if (!files) {
-    llvm::consumeError(files.takeError()); // reported when loading
-    return shapes;
+  if (calibData.empty() || !files) {
+    if (!files)
+      llvm::consumeError(files.takeError()); // reported when loading
+    return {};
   }
-  const std::string &file = files->front();
-  auto tensors = ref::readTensors(file);
+  auto tensors = ref::readTensors(files->front());
   if (!tensors) {
     llvm::consumeError(tensors.takeError()); // reported when loading
-    return shapes;
+    return {};
   }
   std::vector<std::string> names = ref::getInputNames(func);
-  for (auto [i, attr] : llvm::enumerate(dynamic)) {
-    auto dims = cast<DenseI64ArrayAttr>(attr).asArrayRef();
-    const ref::Tensor *data = nullptr;
-    for (auto &[name, t] : *tensors)
-      if (name == names[i] || (tensors->size() == 1 && names.size() == 1))
-        data = &t;
-    if (dims.empty() || !data)
-      continue;
-    auto type = cast<RankedTensorType>(func.getArgument(i).getType());
-    std::vector<int64_t> shape(type.getShape().begin(), type.getShape().end());
-    int64_t offset = data->rank() == type.getRank()       ? 0
-                     : data->rank() + 1 == type.getRank() ? 1
-                                                          : -1;
-    if (offset < 0)
-      continue;
-    for (int64_t d : dims)
-      if (d > 0)
-        shape[d] = data->dim(d - offset);
-    if (ArrayRef<int64_t>(shape) != type.getShape())
-      shapes[names[i]] = shape;
-  }
-  return shapes;
+  std::vector<const ref::Tensor *> data(names.size(), nullptr);
+  for (auto [i, name] : llvm::enumerate(names))
+    for (auto &[arrayName, t] : *tensors)
+      if (arrayName == name || (tensors->size() == 1 && names.size() == 1))
+        data[i] = &t;
+  return qatc::driver::shapesFromData(func, data, /*keepBatch=*/true);
 }
 
 } // namespace
@@ -257,7 +238,7 @@ int qatc::driver::runQuantize() {
   if (!module)
     return 1;
   // Dynamic image sizes and the like come from the calibration data.
-  auto shapes = shapesFromData(ref::getMainFunction(*module));
+  auto shapes = shapesFromCalibration(ref::getMainFunction(*module));
   if (!shapes.empty()) {
     module = loadModel(ctx, modelPath, importOptions, "quantize",
                        [&](ImportOptions &o) {
