@@ -171,16 +171,8 @@ struct QatLegalityCheckPass
   void warnReductionAxis(onnx::DequantizeLinearOp dq, OpOperand &use) {
     Operation *user = use.getOwner();
     int64_t axis = dq.getAxis();
-    std::optional<int64_t> want;
-    if (isa<onnx::ConvOp>(user) && use.getOperandNumber() == 1)
-      want = 0;
-    else if (auto g = dyn_cast<onnx::GemmOp>(user);
-             g && use.getOperandNumber() == 1)
-      want = g.getTransB() ? 0 : 1;
-    else if (isa<onnx::MatMulOp>(user) && use.getOperandNumber() == 1)
-      want = cast<RankedTensorType>(dq.getY().getType()).getRank() - 1;
-    else if (isa<onnx::ConvTransposeOp>(user) && use.getOperandNumber() == 1)
-      want = 1;
+    std::optional<int64_t> want =
+        weightChannelAxis(user, use.getOperandNumber());
     if (want && *want != axis)
       dq.emitWarning() << "weight is quantized per channel along axis " << axis
                        << ", a reduction axis of "

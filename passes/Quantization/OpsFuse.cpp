@@ -425,7 +425,7 @@ struct QatOpsFusePass
                              "it is " +
                                  describeSource(gemm.getB()));
     bool transB = gemm.getTransB() != 0;
-    if (!checkRhs(gemm, *bq, transB ? 0 : 1))
+    if (!checkRhs(gemm, *bq, *weightChannelAxis(gemm, 1)))
       return;
     Epilogue epi;
     auto bShape = shapeOf(gemm.getB());
@@ -468,8 +468,7 @@ struct QatOpsFusePass
       return setReason(mm, "input B is not quantized (no DequantizeLinear): "
                            "it is " +
                                describeSource(mm.getB()));
-    int64_t rankB = shapeOf(mm.getB()).size();
-    if (!checkRhs(mm, *bq, rankB - 1))
+    if (!checkRhs(mm, *bq, *weightChannelAxis(mm, 1)))
       return;
     Epilogue epi;
     epi.channels = shapeOf(mm.getB()).back();

@@ -20,6 +20,21 @@ using namespace qatc::quantization;
 /// Elements below which constants are printed literals, not blobs.
 static constexpr int64_t kInlineElements = 16;
 
+std::optional<int64_t> qatc::quantization::weightChannelAxis(Operation *op,
+                                                             unsigned operand) {
+  if (operand != 1)
+    return std::nullopt;
+  if (isa<onnx::ConvOp>(op))
+    return 0;
+  if (isa<onnx::ConvTransposeOp>(op))
+    return 1;
+  if (auto g = dyn_cast<onnx::GemmOp>(op))
+    return g.getTransB() ? 0 : 1;
+  if (isa<onnx::MatMulOp>(op))
+    return cast<RankedTensorType>(op->getOperand(1).getType()).getRank() - 1;
+  return std::nullopt;
+}
+
 bool qatc::quantization::isForcedFp32(Operation *op) {
   auto p = op->getAttrOfType<StringAttr>(kPrecisionAttr);
   return p && p.getValue() == "fp32";

@@ -31,6 +31,12 @@ inline constexpr llvm::StringLiteral kPrecisionAttr = "qat.precision";
 /// index}.
 inline constexpr llvm::StringLiteral kRemovedNodesAttr = "qat.removed_nodes";
 
+/// The output-channel axis of the weight (operand 1) of a Conv (0),
+/// ConvTranspose (1), Gemm (0 with transB, else 1) or MatMul (its last
+/// axis): the only axis a per-channel scale can be factored out of the
+/// integer sum along. nullopt for other ops and operands.
+std::optional<int64_t> weightChannelAxis(mlir::Operation *op, unsigned operand);
+
 /// True if qat-precision-override forced `op` to fp32.
 bool isForcedFp32(mlir::Operation *op);
 

@@ -264,17 +264,16 @@ unsigned floatInputOfTwoBranches(Operation *add, Operation *rootA,
 }
 
 /// The per-channel axis of a weight operand, or -1 for one scale.
-int64_t weightAxis(Operation *op, Value weight) {
-  auto shape = cast<RankedTensorType>(weight.getType()).getShape();
-  if (isa<onnx::ConvOp>(op))
-    return 0;
-  if (auto ct = dyn_cast<onnx::ConvTransposeOp>(op))
-    return ct.getGroup() == 1 ? 1 : -1;
-  if (auto g = dyn_cast<onnx::GemmOp>(op))
-    return g.getTransB() ? 0 : 1;
-  if (isa<onnx::MatMulOp>(op))
-    return shape.size() == 2 ? 1 : -1;
-  return -1;
+int64_t weightAxis(Operation *op) {
+  // A grouped ConvTranspose's axis 1 holds C_out / group channels: not one
+  // scale per output channel.
+  if (auto ct = dyn_cast<onnx::ConvTransposeOp>(op); ct && ct.getGroup() != 1)
+    return -1;
+  // Per-column scales are TensorRT's form for 2-D MatMul weights only.
+  if (isa<onnx::MatMulOp>(op) &&
+      cast<RankedTensorType>(op->getOperand(1).getType()).getRank() != 2)
+    return -1;
+  return weightChannelAxis(op, 1).value_or(-1);
 }
 
 /// Builds a decision.
@@ -312,7 +311,7 @@ public:
     // the axis the transpose makes the output channel.
     if (auto t = w.getDefiningOp<onnx::TransposeOp>();
         t && isFloatConstant(t.getData()) && t->hasOneUse()) {
-      int64_t axis = weightAxis(op, w);
+      int64_t axis = weightAxis(op);
       decision.weights.push_back({getTensorName(t.getData()), getNodeName(t), 0,
                                   axis < 0 ? -1 : t.getPerm()[axis],
                                   t.getData()});
@@ -321,7 +320,7 @@ public:
     if (!isFloatConstant(w))
       return quantizeInput(op, index);
     decision.weights.push_back(
-        {getTensorName(w), getNodeName(op), index, weightAxis(op, w), w});
+        {getTensorName(w), getNodeName(op), index, weightAxis(op), w});
   }
 
   void decideTensorRT(Operation *op) {
