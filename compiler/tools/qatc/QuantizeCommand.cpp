@@ -190,6 +190,13 @@ ScaleTable scalesOfQdqModel(ModuleOp module) {
 /// evaluates one sample at a time).
 std::map<std::string, std::vector<int64_t>>
 shapesFromCalibration(func::FuncOp func) {
+  // Only read the data when a dimension other than the batch is dynamic.
+  auto dynamic = func->getAttrOfType<ArrayAttr>(kDynamicInputDimsAttr);
+  if (!dynamic || llvm::all_of(dynamic, [](Attribute a) {
+        return llvm::all_of(cast<DenseI64ArrayAttr>(a).asArrayRef(),
+                            [](int64_t d) { return d == 0; });
+      }))
+    return {};
   auto files = listCalibrationFiles(calibData);
   if (calibData.empty() || !files) {
     if (!files)
