@@ -87,7 +87,8 @@ struct QatLegalityCheckPass
                        "rely on quantization being monotone)";
       }
     // Zero point: constant, and of a type qatc computes with.
-    if (zeroPoint && !getConstantAsDoubles(zeroPoint))
+    std::optional<std::vector<double>> zps;
+    if (zeroPoint && !(zps = getConstantAsDoubles(zeroPoint)))
       return op->emitError() << kind << " zero point must be a constant";
     auto intType = dyn_cast<IntegerType>(quantType);
     bool isInt32 = intType && intType.getWidth() == 32;
@@ -99,8 +100,7 @@ struct QatLegalityCheckPass
     if (isInt32) {
       if (!isa<onnx::DequantizeLinearOp>(op))
         return op->emitError("QuantizeLinear to int32 is not supported");
-      if (zeroPoint) {
-        auto zps = getConstantAsDoubles(zeroPoint);
+      if (zps) {
         if (llvm::any_of(*zps, [](double z) { return z != 0; }))
           return op->emitError("DequantizeLinear of int32 data (a bias) must "
                                "have zero point 0");
@@ -118,8 +118,7 @@ struct QatLegalityCheckPass
              << kind << " quantizes a computed tensor per axis (axis " << axis
              << "); activations must be quantized per tensor, only constant "
                 "weights per channel";
-    if (zeroPoint) {
-      auto zps = getConstantAsDoubles(zeroPoint);
+    if (zps) {
       bool nonZero = llvm::any_of(*zps, [](double z) { return z != 0; });
       if (nonZero && trtCompat)
         return op->emitError()
