@@ -39,6 +39,15 @@ int runQuantize();
 extern llvm::cl::SubCommand compileCommand;
 int runCompile();
 
+extern llvm::cl::SubCommand runCommand;
+int runRun();
+
+extern llvm::cl::SubCommand benchCommand;
+int runBench();
+
+extern llvm::cl::SubCommand inspectCommand;
+int runInspect();
+
 /// The command-line choices that shape the lowering pipeline.
 struct CompilePipelineFlags {
   bool trtCompat = false;

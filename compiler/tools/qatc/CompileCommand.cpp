@@ -1,45 +1,61 @@
 //===- CompileCommand.cpp - `qatc compile` --------------------------------===//
 //
-//   qatc compile m.onnx --emit=qat -o m.qat.mlir
+//   qatc compile m.onnx -o m.plan [--target-cpu host|avx512vnni|avxvnni|
+//        avx2|generic] [--emit=onnx|qat|kernels|llvm|asm|plan]
 //        [--precision-report r.{txt,csv,json}] [--precision-override FILE]
 //        [--trt-compat] [--print-pipeline]
 //
-// Lowers a Q/DQ model to the qat dialect with the same pipeline as
-// `qatc-opt --qat-lower` and prints the IR with each op's ONNX node names.
-// Plan files (--emit=plan, the default once code generation exists) come
-// with the code generator.
+// Lowers a Q/DQ (or float) model to the qat dialect with the same pipeline
+// as `qatc-opt --qat-lower`, then to one function per layer, LLVM code and a
+// plan file. Every stage can be printed with --emit.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Commands.h"
+#include "qatc/Codegen/Codegen.h"
 #include "qatc/Quantization/Passes.h"
+#include "qatc/Reference/Evaluator.h"
 #include "qatc/Support/Locations.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/ToolOutputFile.h"
+
+#include <chrono>
 
 using namespace mlir;
 using namespace qatc;
 namespace cl = llvm::cl;
 
 cl::SubCommand qatc::driver::compileCommand(
-    "compile", "Compile a Q/DQ model (today: to the qat dialect, --emit=qat)");
+    "compile", "Compile an ONNX model (Q/DQ or float) to a plan file");
 
 namespace {
 cl::opt<std::string> modelPath(cl::Positional, cl::desc("<model.onnx|.mlir>"),
                                cl::Required,
                                cl::sub(qatc::driver::compileCommand));
 cl::opt<std::string> emit("emit",
-                          cl::desc("What to write: qat (the quantized IR) or "
-                                   "onnx (the imported IR, before the "
-                                   "quantization passes)"),
-                          cl::value_desc("qat|onnx"),
+                          cl::desc("What to write: plan (default), onnx "
+                                   "(the imported IR), qat (after the "
+                                   "quantization passes), kernels (the "
+                                   "layer functions in MLIR), llvm (LLVM "
+                                   "IR after -O3) or asm"),
+                          cl::value_desc("plan|onnx|qat|kernels|llvm|asm"),
                           cl::sub(qatc::driver::compileCommand));
-cl::opt<std::string> outputPath("o", cl::desc("Output file (default: stdout)"),
-                                cl::value_desc("file"), cl::init("-"),
-                                cl::sub(qatc::driver::compileCommand));
+cl::opt<std::string> outputPath(
+    "o",
+    cl::desc("Output file (plan default: the model's name with .plan; "
+             "IR default: stdout)"),
+    cl::value_desc("file"), cl::sub(qatc::driver::compileCommand));
+cl::opt<std::string> targetCpu(
+    "target-cpu",
+    cl::desc("Instruction set of the code: host (default), avx512vnni, "
+             "avxvnni, avx2 or generic"),
+    cl::value_desc("name"), cl::init("host"),
+    cl::sub(qatc::driver::compileCommand));
 cl::opt<std::string> reportPath(
     "precision-report",
     cl::desc("Write the per-node precision report (.txt, .csv or .json)"),
@@ -84,22 +100,35 @@ int qatc::driver::runCompile() {
     llvm::outs() << "\n";
     return 0;
   }
-  if (emit.empty() || emit == "plan") {
-    llvm::errs() << "qatc compile: plan files come with the code generator; "
-                    "use --emit=qat for the quantized IR\n";
+  std::string what = emit.empty() ? "plan" : std::string(emit);
+  static const char *kinds[] = {"plan",    "onnx", "qat",
+                                "kernels", "llvm", "asm"};
+  if (llvm::find(kinds, what) == std::end(kinds)) {
+    llvm::errs() << "qatc compile: --emit=" << what
+                 << " is not one of plan, onnx, qat, kernels, llvm, asm\n";
     return 2;
   }
-  if (emit != "qat" && emit != "onnx") {
-    llvm::errs() << "qatc compile: --emit=" << emit
-                 << " is not one of qat, onnx\n";
+  codegen::Target target;
+  std::string error;
+  if (!codegen::resolveTarget(targetCpu, target, error)) {
+    llvm::errs() << "qatc compile: " << error << "\n";
     return 2;
   }
+  using Clock = std::chrono::steady_clock;
+  auto t0 = Clock::now();
+  auto stage = [&](const char *what) {
+    if (emit.empty() || emit == "plan")
+      llvm::errs() << llvm::format(
+          "[%6.2f s] %s\n",
+          std::chrono::duration<double>(Clock::now() - t0).count(), what);
+  };
   OnnxDiagnosticHandler handler(&ctx, llvm::errs());
   OwningOpRef<ModuleOp> module =
       loadModel(ctx, modelPath, importOptions, "compile");
   if (!module)
     return 1;
-  if (emit == "qat") {
+  if (what != "onnx") {
+    stage("imported; running the quantization passes");
     PassManager pm(&ctx, ModuleOp::getOperationName());
     buildCompilePipeline(pm, flags);
     if (failed(pm.run(*module)))
@@ -107,17 +136,79 @@ int qatc::driver::runCompile() {
     if (!reportPath.empty() && reportPath != "-")
       llvm::errs() << "wrote the precision report to " << reportPath << "\n";
   }
-  std::string error;
-  auto output = openOutputFile(outputPath, &error);
-  if (!output) {
-    llvm::errs() << "qatc compile: " << error << "\n";
+  auto writeText = [&](llvm::StringRef text) {
+    auto output = openOutputFile(outputPath.empty() ? std::string("-")
+                                                    : std::string(outputPath),
+                                 &error);
+    if (!output) {
+      llvm::errs() << "qatc compile: " << error << "\n";
+      return 1;
+    }
+    output->os() << text;
+    output->keep();
+    return 0;
+  };
+  if (what == "onnx" || what == "qat") {
+    // Node names as locations, in a form that parses back.
+    OpPrintingFlags printing;
+    printing.enableDebugInfo(/*enable=*/true, /*prettyForm=*/false);
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    module->print(os, printing);
+    os << "\n";
+    return writeText(text);
+  }
+  stage("lowering to layer functions");
+  codegen::LoweredGraph graph;
+  if (failed(codegen::lowerGraph(ref::getMainFunction(*module), target, graph)))
+    return 1;
+  if (what == "kernels") {
+    OpPrintingFlags printing;
+    printing.enableDebugInfo(/*enable=*/true, /*prettyForm=*/true);
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    graph.kernels->print(os, printing);
+    os << "\n";
+    return writeText(text);
+  }
+  stage(("compiling " + std::to_string(graph.manifest.layers.size()) +
+         " layers with LLVM for " + target.name)
+            .c_str());
+  std::vector<uint8_t> code;
+  std::string ir, assembly;
+  if (failed(codegen::compileKernels(
+          *graph.kernels, target, code, what == "llvm" ? &ir : nullptr,
+          what == "asm" ? &assembly : nullptr, error))) {
+    llvm::errs() << modelPath << ": error: " << error << "\n";
     return 1;
   }
-  // Node names as locations, in a form that parses back.
-  OpPrintingFlags printing;
-  printing.enableDebugInfo(/*enable=*/true, /*prettyForm=*/false);
-  module->print(output->os(), printing);
-  output->os() << "\n";
-  output->keep();
+  if (what == "llvm")
+    return writeText(ir);
+  if (what == "asm")
+    return writeText(assembly);
+  std::vector<uint8_t> bytes =
+      codegen::writePlan(graph.manifest, graph.weights, code, target);
+  std::string path = outputPath;
+  if (path.empty() || path == "-") {
+    llvm::SmallString<128> p(modelPath.getValue());
+    llvm::sys::path::replace_extension(p, "plan");
+    path = std::string(p.str());
+  }
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(path, ec);
+    if (ec) {
+      llvm::errs() << "qatc compile: cannot write " << path << ": "
+                   << ec.message() << "\n";
+      return 1;
+    }
+    os.write(reinterpret_cast<const char *>(bytes.data()), bytes.size());
+  }
+  stage(("wrote " + path + " (" + std::to_string(bytes.size() / 1024) +
+         " KiB: " + std::to_string(graph.manifest.layers.size()) +
+         " layers, weights " + std::to_string(graph.weights.size() / 1024) +
+         " KiB, code " + std::to_string(code.size() / 1024) + " KiB, arena " +
+         std::to_string(graph.manifest.arenaBytes / 1024) + " KiB)")
+            .c_str());
   return 0;
 }

@@ -43,6 +43,12 @@ int main(int argc, char **argv) {
     return runCompile();
   if (quantizeCommand)
     return runQuantize();
+  if (runCommand)
+    return runRun();
+  if (benchCommand)
+    return runBench();
+  if (inspectCommand)
+    return runInspect();
   if (opsCommand) {
     for (const std::string &op : qatc::getSupportedOnnxOps())
       llvm::outs() << op << "\n";

@@ -1,0 +1,399 @@
+//===- KernelBuilder.cpp - micro-kernels of the layer functions -----------===//
+//
+// The dense kernel computes a tile of MR output pixels x NV*16 output
+// channels with MR*NV vector accumulators carried through the K loop as
+// scf.for iter_args (LLVM keeps them in registers), one broadcast of 4 input
+// bytes (int8) or 1 float (fp32) per pixel and K step, and NV weight vectors
+// per K step. Padded taps read a row holding the padding value (the
+// activation zero point, or 0.0), so no tap is skipped and the zero-point
+// correction folded into the initial accumulators stays exact.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelBuilder.h"
+
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+using namespace mlir;
+using namespace qatc::codegen;
+
+KB::KB(OpBuilder &b, Location loc, Value arena, Value weights, Value tid,
+       Value nthreads)
+    : b(b), loc(loc), arena(arena), weights(weights), tid(tid),
+      nthreads(nthreads) {
+  i1 = b.getI1Type();
+  i8 = b.getI8Type();
+  i32 = b.getI32Type();
+  i64 = b.getI64Type();
+  f32 = b.getF32Type();
+  ptr = LLVM::LLVMPointerType::get(b.getContext());
+}
+
+Value KB::c(int64_t v) { return b.create<arith::ConstantIntOp>(loc, v, 64); }
+Value KB::ci32(int64_t v) { return b.create<arith::ConstantIntOp>(loc, v, 32); }
+Value KB::cf(float v) {
+  return b.create<arith::ConstantFloatOp>(loc, llvm::APFloat(v),
+                                          b.getF32Type());
+}
+Value KB::add(Value a, Value x) { return b.create<arith::AddIOp>(loc, a, x); }
+Value KB::sub(Value a, Value x) { return b.create<arith::SubIOp>(loc, a, x); }
+Value KB::mul(Value a, Value x) { return b.create<arith::MulIOp>(loc, a, x); }
+Value KB::div(Value a, Value x) { return b.create<arith::DivUIOp>(loc, a, x); }
+Value KB::rem(Value a, Value x) { return b.create<arith::RemUIOp>(loc, a, x); }
+Value KB::lt(Value a, Value x) {
+  return b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, a, x);
+}
+Value KB::andi(Value a, Value x) { return b.create<arith::AndIOp>(loc, a, x); }
+Value KB::select(Value cnd, Value a, Value x) {
+  return b.create<arith::SelectOp>(loc, cnd, a, x);
+}
+Value KB::gep(Value base, Value offset) {
+  return b.create<LLVM::GEPOp>(loc, ptr, i8, base, ValueRange{offset});
+}
+Value KB::load(Type t, Value p) {
+  return b.create<LLVM::LoadOp>(loc, t, p, /*alignment=*/1);
+}
+void KB::store(Value v, Value p) {
+  b.create<LLVM::StoreOp>(loc, v, p, /*alignment=*/1);
+}
+Value KB::maskedLoad(VectorType t, Value p, Value mask, Value passThru) {
+  return b.create<LLVM::MaskedLoadOp>(loc, t, p, mask, ValueRange{passThru},
+                                      1u);
+}
+void KB::maskedStore(Value v, Value p, Value mask) {
+  b.create<LLVM::MaskedStoreOp>(loc, v, p, mask, 1u);
+}
+Value KB::prefixMask(int64_t lanes, Value n) {
+  SmallVector<int32_t> iota;
+  for (int64_t i = 0; i < lanes; ++i)
+    iota.push_back(static_cast<int32_t>(i));
+  auto vt = VectorType::get({lanes}, i32);
+  Value steps = b.create<arith::ConstantOp>(
+      loc, vt, DenseElementsAttr::get(vt, ArrayRef<int32_t>(iota)));
+  Value n32 = b.create<arith::TruncIOp>(loc, i32, n);
+  return b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::slt, steps,
+                                 splat(n32, lanes));
+}
+Value KB::splat(Value scalar, int64_t lanes) {
+  return b.create<vector::SplatOp>(
+      loc, VectorType::get({lanes}, scalar.getType()), scalar);
+}
+Value KB::splatF(float v, int64_t lanes) {
+  auto vt = VectorType::get({lanes}, f32);
+  return b.create<arith::ConstantOp>(loc, vt, DenseElementsAttr::get(vt, v));
+}
+Value KB::splatI(int64_t v, int64_t lanes, Type elem) {
+  auto vt = VectorType::get({lanes}, elem);
+  return b.create<arith::ConstantOp>(
+      loc, vt,
+      DenseElementsAttr::get(
+          vt, APInt(elem.getIntOrFloatBitWidth(), v, /*isSigned=*/true)));
+}
+
+void KB::loop(Value lb, Value ub, int64_t step,
+              llvm::function_ref<void(Value)> body) {
+  b.create<scf::ForOp>(loc, lb, ub, c(step), ValueRange{},
+                       [&](OpBuilder &nb, Location, Value iv, ValueRange) {
+                         OpBuilder::InsertionGuard g(b);
+                         b.setInsertionPoint(nb.getInsertionBlock(),
+                                             nb.getInsertionPoint());
+                         body(iv);
+                         b.create<scf::YieldOp>(loc);
+                       });
+}
+
+SmallVector<Value>
+KB::loop(Value lb, Value ub, int64_t step, ValueRange init,
+         llvm::function_ref<SmallVector<Value>(Value, ValueRange)> body) {
+  auto op = b.create<scf::ForOp>(
+      loc, lb, ub, c(step), init,
+      [&](OpBuilder &nb, Location, Value iv, ValueRange args) {
+        OpBuilder::InsertionGuard g(b);
+        b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+        SmallVector<Value> next = body(iv, args);
+        b.create<scf::YieldOp>(loc, next);
+      });
+  return SmallVector<Value>(op.getResults());
+}
+
+std::pair<Value, Value> KB::share(int64_t total) {
+  Value t = c(total);
+  Value begin = div(mul(tid, t), nthreads);
+  Value end = div(mul(add(tid, c(1)), t), nthreads);
+  return {begin, end};
+}
+
+Value qatc::codegen::emitDot4(KB &k, Isa isa, Value acc, Value a, Value w) {
+  OpBuilder &b = k.b;
+  auto v16 = VectorType::get({16}, k.i32);
+  switch (isa) {
+  case Isa::AVX512VNNI:
+    // LLVM 19 does not form vpdpbusd from plain IR; its intrinsic takes
+    // three vector<16xi32> (newer LLVM: byte vectors for a and w).
+    return b
+        .create<LLVM::CallIntrinsicOp>(
+            k.loc, v16, "llvm.x86.avx512.vpdpbusd.512", ValueRange{acc, a, w})
+        .getResult(0);
+  case Isa::AVXVNNI: {
+    // Two VEX-encoded ymm vpdpbusd.
+    auto v8 = VectorType::get({8}, k.i32);
+    Value out = acc;
+    for (int64_t h = 0; h < 2; ++h) {
+      auto part = [&](Value v) -> Value {
+        return b.create<vector::ExtractStridedSliceOp>(
+            k.loc, v, ArrayRef<int64_t>{8 * h}, ArrayRef<int64_t>{8},
+            ArrayRef<int64_t>{1});
+      };
+      Value r = b.create<LLVM::CallIntrinsicOp>(
+                     k.loc, v8, "llvm.x86.avx512.vpdpbusd.256",
+                     ValueRange{part(acc), part(a), part(w)})
+                    .getResult(0);
+      out = b.create<vector::InsertStridedSliceOp>(
+          k.loc, r, out, ArrayRef<int64_t>{8 * h}, ArrayRef<int64_t>{1});
+    }
+    return out;
+  }
+  case Isa::AVX2:
+  case Isa::Generic: {
+    // Widen both to i32 and add groups of four products: exact, where
+    // vpmaddubsw would saturate on full-range weights.
+    auto v64i8 = VectorType::get({64}, k.i8);
+    auto v64i32 = VectorType::get({64}, k.i32);
+    Value ab = b.create<vector::BitCastOp>(k.loc, v64i8, a);
+    Value wb = b.create<vector::BitCastOp>(k.loc, v64i8, w);
+    Value prod = b.create<arith::MulIOp>(
+        k.loc, b.create<arith::ExtUIOp>(k.loc, v64i32, ab),
+        b.create<arith::ExtSIOp>(k.loc, v64i32, wb));
+    Value sum = acc;
+    for (int64_t j = 0; j < 4; ++j) {
+      SmallVector<int64_t> mask;
+      for (int64_t l = 0; l < 16; ++l)
+        mask.push_back(4 * l + j);
+      Value part = b.create<vector::ShuffleOp>(k.loc, prod, prod, mask);
+      sum = b.create<arith::AddIOp>(k.loc, sum, part);
+    }
+    return sum;
+  }
+  }
+  return acc;
+}
+
+void qatc::codegen::emitEpilogue(KB &k, const Epilogue &ep, Value acc, Value c0,
+                                 Value mask, Value out, Value res) {
+  OpBuilder &b = k.b;
+  auto vf = VectorType::get({16}, k.f32);
+  Value y = acc;
+  if (!isa<FloatType>(cast<VectorType>(acc.getType()).getElementType()))
+    y = b.create<arith::SIToFPOp>(k.loc, vf, acc);
+  auto channelVec = [&](int64_t off) {
+    return k.load(vf, k.gep(k.weights, k.add(k.c(off), k.mul(c0, k.c(4)))));
+  };
+  if (ep.multOff >= 0)
+    y = b.create<arith::MulFOp>(k.loc, y, channelVec(ep.multOff));
+  if (ep.scaleOff >= 0)
+    y = b.create<arith::MulFOp>(k.loc, y, channelVec(ep.scaleOff));
+  if (ep.biasOff >= 0)
+    y = b.create<arith::AddFOp>(k.loc, y, channelVec(ep.biasOff));
+  auto clamp = [&](Value v, float lo, float hi) -> Value {
+    v = b.create<arith::MaximumFOp>(k.loc, v, k.splatF(lo, 16));
+    return b.create<arith::MinimumFOp>(k.loc, v, k.splatF(hi, 16));
+  };
+  if (ep.hasAct)
+    y = clamp(y, ep.actLo, ep.actHi);
+  if (ep.hasResidual) {
+    auto v16i8 = VectorType::get({16}, k.i8);
+    auto v16i32 = VectorType::get({16}, k.i32);
+    Value r = k.maskedLoad(v16i8, res, mask, k.splatI(0, 16, k.i8));
+    Value ri = b.create<arith::ExtUIOp>(k.loc, v16i32, r);
+    ri = b.create<arith::SubIOp>(k.loc, ri, k.splatI(ep.resZp, 16, k.i32));
+    Value rf = b.create<arith::SIToFPOp>(k.loc, vf, ri);
+    rf = b.create<arith::MulFOp>(k.loc, rf, k.splatF(ep.resScale, 16));
+    y = b.create<arith::AddFOp>(k.loc, y, rf);
+  }
+  if (ep.hasPost)
+    y = clamp(y, ep.postLo, ep.postHi);
+  if (!ep.quantOut) {
+    k.maskedStore(y, out, mask);
+    return;
+  }
+  // QuantizeLinear: divide in f32, round half to even, add the zero point,
+  // saturate. Clamping to the integer bounds before rounding gives the same
+  // result and keeps fptosi in range.
+  Value q = b.create<arith::DivFOp>(k.loc, y, k.splatF(ep.outScale, 16));
+  q = clamp(q, static_cast<float>(ep.qmin - ep.outZp),
+            static_cast<float>(ep.qmax - ep.outZp));
+  q = b.create<math::RoundEvenOp>(k.loc, q);
+  auto v16i32 = VectorType::get({16}, k.i32);
+  Value qi = b.create<arith::FPToSIOp>(k.loc, v16i32, q);
+  qi = b.create<arith::AddIOp>(k.loc, qi, k.splatI(ep.outZp, 16, k.i32));
+  Value q8 = b.create<arith::TruncIOp>(k.loc, VectorType::get({16}, k.i8), qi);
+  k.maskedStore(q8, out, mask);
+}
+
+void qatc::codegen::emitDenseConv(KB &k, Isa isa, const DenseConvSpec &s) {
+  OpBuilder &b = k.b;
+  const int64_t NB = s.NV * 16;
+  const int64_t blocks = (s.OC + NB - 1) / NB;
+  const int64_t inEs = s.int8 ? 1 : 4, outEs = s.ep.quantOut ? 1 : 4;
+  // K steps per tap: dwords of 4 channels (int8) or single floats.
+  const int64_t KS = s.int8 ? s.inCS / 4 : s.IC;
+  const int64_t blockBytes = s.KH * s.KW * KS * NB * 4;
+  auto accType = VectorType::get({16}, s.int8 ? k.i32 : k.f32);
+  auto [begin, end] = k.share(blocks * s.N * s.OH);
+  k.loop(begin, end, 1, [&](Value idx) {
+    Value blk = k.div(idx, k.c(s.N * s.OH));
+    Value r = k.rem(idx, k.c(s.N * s.OH));
+    Value n = k.div(r, k.c(s.OH));
+    Value oh = k.rem(r, k.c(s.OH));
+    Value c0 = k.mul(blk, k.c(NB));
+    Value wBlk =
+        k.gep(k.weights, k.add(k.c(s.weightOff), k.mul(blk, k.c(blockBytes))));
+    Value ihBase = k.sub(k.mul(oh, k.c(s.SH)), k.c(s.PT));
+    Value padRow = k.gep(k.weights, s.padRowOff);
+    Value rowBase = k.mul(n, k.c(s.H));
+
+    auto tile = [&](int64_t mr, Value ow0) {
+      SmallVector<Value> init;
+      for (int64_t m = 0; m < mr; ++m)
+        for (int64_t v = 0; v < s.NV; ++v) {
+          if (s.int8)
+            init.push_back(
+                k.load(accType, k.gep(k.weights, k.add(k.c(s.corrOff + v * 64),
+                                                       k.mul(c0, k.c(4))))));
+          else
+            init.push_back(k.splatF(0.f, 16));
+        }
+      SmallVector<Value> accs =
+          k.loop(k.c(0), k.c(s.KH), 1, init, [&](Value kh, ValueRange a0) {
+            Value ih = k.add(ihBase, k.mul(kh, k.c(s.DH)));
+            Value rowOk = k.lt(ih, k.c(s.H));
+            return k.loop(
+                k.c(0), k.c(s.KW), 1, a0, [&](Value kw, ValueRange a1) {
+                  SmallVector<Value> px;
+                  for (int64_t m = 0; m < mr; ++m) {
+                    Value iw = k.add(
+                        k.add(k.mul(ow0, k.c(s.SW)), k.c(m * s.SW - s.PL)),
+                        k.mul(kw, k.c(s.DW)));
+                    Value ok = k.andi(rowOk, k.lt(iw, k.c(s.W)));
+                    Value off = k.add(
+                        k.c(s.inOff),
+                        k.mul(k.add(k.mul(k.add(rowBase, ih), k.c(s.W)), iw),
+                              k.c(s.inCS * inEs)));
+                    px.push_back(k.select(ok, k.gep(k.arena, off), padRow));
+                  }
+                  Value tap = k.add(k.mul(kh, k.c(s.KW)), kw);
+                  Value wTap = k.gep(wBlk, k.mul(tap, k.c(KS * NB * 4)));
+                  return k.loop(
+                      k.c(0), k.c(KS), 1, a1, [&](Value ks, ValueRange a2) {
+                        Value kOff = k.mul(ks, k.c(4));
+                        SmallVector<Value> av, wv;
+                        for (int64_t m = 0; m < mr; ++m)
+                          av.push_back(k.splat(k.load(s.int8 ? k.i32 : k.f32,
+                                                      k.gep(px[m], kOff)),
+                                               16));
+                        Value wK = k.gep(wTap, k.mul(ks, k.c(NB * 4)));
+                        for (int64_t v = 0; v < s.NV; ++v)
+                          wv.push_back(k.load(accType, k.gep(wK, v * 64)));
+                        SmallVector<Value> next;
+                        for (int64_t m = 0; m < mr; ++m)
+                          for (int64_t v = 0; v < s.NV; ++v) {
+                            Value acc = a2[m * s.NV + v];
+                            next.push_back(
+                                s.int8 ? emitDot4(k, isa, acc, av[m], wv[v])
+                                       : b.create<vector::FMAOp>(k.loc, av[m],
+                                                                 wv[v], acc));
+                          }
+                        return next;
+                      });
+                });
+          });
+      for (int64_t v = 0; v < s.NV; ++v) {
+        Value c = k.add(c0, k.c(v * 16));
+        Value mask = k.prefixMask(16, k.sub(k.c(s.OC), c));
+        for (int64_t m = 0; m < mr; ++m) {
+          Value pix = k.add(k.mul(k.add(k.mul(n, k.c(s.OH)), oh), k.c(s.OW)),
+                            k.add(ow0, k.c(m)));
+          Value out = k.gep(
+              k.arena,
+              k.add(k.c(s.outOff),
+                    k.mul(k.add(k.mul(pix, k.c(s.outCS)), c), k.c(outEs))));
+          Value res;
+          if (s.ep.hasResidual)
+            res = k.gep(k.arena, k.add(k.c(s.ep.resOff),
+                                       k.add(k.mul(pix, k.c(s.ep.resCS)), c)));
+          emitEpilogue(k, s.ep, accs[m * s.NV + v], c, mask, out, res);
+        }
+      }
+    };
+    int64_t full = s.OW / s.MR, tail = s.OW % s.MR;
+    if (full > 0)
+      k.loop(k.c(0), k.c(full * s.MR), s.MR,
+             [&](Value ow0) { tile(s.MR, ow0); });
+    if (tail)
+      tile(tail, k.c(full * s.MR));
+  });
+}
+
+void qatc::codegen::emitDepthwise(KB &k, const DepthwiseSpec &s) {
+  OpBuilder &b = k.b;
+  const int64_t C16 = (s.C + 15) / 16 * 16;
+  const int64_t inEs = s.int8 ? 1 : 4, outEs = s.ep.quantOut ? 1 : 4;
+  auto elemIn = s.int8 ? k.i8 : k.f32;
+  auto vIn = VectorType::get({16}, elemIn);
+  auto vAcc = VectorType::get({16}, s.int8 ? k.i32 : k.f32);
+  auto [begin, end] = k.share(s.N * s.OH);
+  Value padRow = k.gep(k.weights, s.padRowOff);
+  k.loop(begin, end, 1, [&](Value idx) {
+    Value n = k.div(idx, k.c(s.OH));
+    Value oh = k.rem(idx, k.c(s.OH));
+    k.loop(k.c(0), k.c(s.OW), 1, [&](Value ow) {
+      // The taps' pointers, shared by every channel block.
+      SmallVector<Value> px;
+      for (int64_t kh = 0; kh < s.KH; ++kh)
+        for (int64_t kw = 0; kw < s.KW; ++kw) {
+          Value ih = k.add(k.mul(oh, k.c(s.SH)), k.c(kh * s.DH - s.PT));
+          Value iw = k.add(k.mul(ow, k.c(s.SW)), k.c(kw * s.DW - s.PL));
+          Value ok = k.andi(k.lt(ih, k.c(s.H)), k.lt(iw, k.c(s.W)));
+          Value off = k.add(
+              k.c(s.inOff),
+              k.mul(k.add(k.mul(k.add(k.mul(n, k.c(s.H)), ih), k.c(s.W)), iw),
+                    k.c(s.inCS * inEs)));
+          px.push_back(k.select(ok, k.gep(k.arena, off), padRow));
+        }
+      Value pix = k.add(k.mul(k.add(k.mul(n, k.c(s.OH)), oh), k.c(s.OW)), ow);
+      k.loop(k.c(0), k.c(s.C), 16, [&](Value c0) {
+        Value mask = k.prefixMask(16, k.sub(k.c(s.C), c0));
+        Value acc =
+            s.int8 ? k.load(vAcc, k.gep(k.weights, k.add(k.c(s.corrOff),
+                                                         k.mul(c0, k.c(4)))))
+                   : k.splatF(0.f, 16);
+        Value zero = s.int8 ? k.splatI(0, 16, k.i8) : k.splatF(0.f, 16);
+        for (int64_t t = 0; t < s.KH * s.KW; ++t) {
+          Value x =
+              k.maskedLoad(vIn, k.gep(px[t], k.mul(c0, k.c(inEs))), mask, zero);
+          Value w = k.load(
+              vIn, k.gep(k.weights, k.add(k.c(s.weightOff + t * C16 * inEs),
+                                          k.mul(c0, k.c(inEs)))));
+          if (s.int8) {
+            Value xi = b.create<arith::ExtUIOp>(k.loc, vAcc, x);
+            Value wi = b.create<arith::ExtSIOp>(k.loc, vAcc, w);
+            acc = b.create<arith::AddIOp>(
+                k.loc, acc, b.create<arith::MulIOp>(k.loc, xi, wi));
+          } else {
+            acc = b.create<vector::FMAOp>(k.loc, x, w, acc);
+          }
+        }
+        Value out = k.gep(
+            k.arena,
+            k.add(k.c(s.outOff),
+                  k.mul(k.add(k.mul(pix, k.c(s.outCS)), c0), k.c(outEs))));
+        Value res;
+        if (s.ep.hasResidual)
+          res = k.gep(k.arena, k.add(k.c(s.ep.resOff),
+                                     k.add(k.mul(pix, k.c(s.ep.resCS)), c0)));
+        emitEpilogue(k, s.ep, acc, c0, mask, out, res);
+      });
+    });
+  });
+}

@@ -1,0 +1,135 @@
+//===- KernelBuilder.h - building layer functions ---------------*- C++ -*-===//
+//
+// Internal to compiler/Codegen. A layer function is
+//
+//   void qatc_layer_<i>(uint8_t *arena, const uint8_t *weights,
+//                       int64_t tid, int64_t nthreads)
+//
+// written in scf / arith / vector / math plus llvm pointer ops. Shapes,
+// strides and the arena and weight offsets of its tensors are constants of
+// the function, so LLVM sees fixed trip counts.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef QATC_CODEGEN_KERNELBUILDER_H
+#define QATC_CODEGEN_KERNELBUILDER_H
+
+#include "qatc/Codegen/Codegen.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/Builders.h"
+
+namespace qatc::codegen {
+
+/// Thin helpers over an OpBuilder for i64 index math, byte-addressed loads
+/// and stores, and loops.
+class KB {
+public:
+  KB(mlir::OpBuilder &b, mlir::Location loc, mlir::Value arena,
+     mlir::Value weights, mlir::Value tid, mlir::Value nthreads);
+
+  mlir::OpBuilder &b;
+  mlir::Location loc;
+  mlir::Value arena, weights, tid, nthreads;
+  mlir::Type i1, i8, i32, i64, f32, ptr;
+
+  mlir::Value c(int64_t v);
+  mlir::Value ci32(int64_t v);
+  mlir::Value cf(float v);
+  mlir::Value add(mlir::Value a, mlir::Value b);
+  mlir::Value sub(mlir::Value a, mlir::Value b);
+  mlir::Value mul(mlir::Value a, mlir::Value b);
+  mlir::Value div(mlir::Value a, mlir::Value b);
+  mlir::Value rem(mlir::Value a, mlir::Value b);
+  mlir::Value lt(mlir::Value a, mlir::Value b);
+  mlir::Value andi(mlir::Value a, mlir::Value b);
+  mlir::Value select(mlir::Value c, mlir::Value a, mlir::Value b);
+  /// base + byte offset.
+  mlir::Value gep(mlir::Value base, mlir::Value offset);
+  mlir::Value gep(mlir::Value base, int64_t offset) {
+    return gep(base, c(offset));
+  }
+  mlir::Value load(mlir::Type t, mlir::Value p);
+  void store(mlir::Value v, mlir::Value p);
+  mlir::Value maskedLoad(mlir::VectorType t, mlir::Value p, mlir::Value mask,
+                         mlir::Value passThru);
+  void maskedStore(mlir::Value v, mlir::Value p, mlir::Value mask);
+  /// A vector<lanes x i1> with the first `n` (dynamic) lanes set.
+  mlir::Value prefixMask(int64_t lanes, mlir::Value n);
+  mlir::Value splat(mlir::Value scalar, int64_t lanes);
+  mlir::Value splatF(float v, int64_t lanes);
+  mlir::Value splatI(int64_t v, int64_t lanes, mlir::Type elem);
+
+  /// for (iv = lb; iv < ub; iv += step) body(iv)
+  void loop(mlir::Value lb, mlir::Value ub, int64_t step,
+            llvm::function_ref<void(mlir::Value)> body);
+  /// The same with loop-carried values.
+  llvm::SmallVector<mlir::Value>
+  loop(mlir::Value lb, mlir::Value ub, int64_t step, mlir::ValueRange init,
+       llvm::function_ref<llvm::SmallVector<mlir::Value>(mlir::Value,
+                                                         mlir::ValueRange)>
+           body);
+  /// This thread's share [begin, end) of `total` work items.
+  std::pair<mlir::Value, mlir::Value> share(int64_t total);
+};
+
+/// acc + dot4(u8 a, s8 b) per i32 lane (vpdpbusd semantics, exact: no
+/// saturation), for vector<16xi32> operands holding 4 bytes per lane. The one
+/// place that knows how each ISA does it.
+mlir::Value emitDot4(KB &k, Isa isa, mlir::Value acc, mlir::Value a,
+                     mlir::Value b);
+
+/// The requantizing / float epilogue of conv, matmul and add.
+struct Epilogue;
+void emitEpilogue(KB &k, const Epilogue &ep, mlir::Value acc, mlir::Value c0,
+                  mlir::Value mask, mlir::Value out, mlir::Value res);
+struct Epilogue {
+  bool quantOut = false; ///< else f32 out
+  int64_t multOff = -1;  ///< f32[c] accumulator scale (weights blob)
+  int64_t scaleOff = -1; ///< f32[c] channel scale (BatchNorm)
+  int64_t biasOff = -1;  ///< f32[c] bias
+  bool hasAct = false;
+  float actLo = 0, actHi = 0;
+  bool hasResidual = false;
+  int64_t resOff = 0, resCS = 0; ///< arena offset / channel stride (u8)
+  int64_t resZp = 0;             ///< stored domain
+  float resScale = 1;
+  bool hasPost = false;
+  float postLo = 0, postHi = 0;
+  float outScale = 1;
+  int64_t outZp = 0, qmin = 0, qmax = 255; ///< stored domain
+};
+
+/// A dense (group = 1) convolution over NHWC tensors; Gemm / MatMul are
+/// 1x1 convolutions over a 1 x M image.
+struct DenseConvSpec {
+  bool int8 = true;
+  int64_t N = 1, IC = 0, H = 1, W = 1, OC = 0, OH = 1, OW = 1, KH = 1, KW = 1,
+          SH = 1, SW = 1, PT = 0, PL = 0, DH = 1, DW = 1;
+  int64_t inOff = 0, inCS = 0, outOff = 0, outCS = 0;
+  int64_t weightOff = 0;  ///< packed [blk][kh][kw][k][NB] (see Lowering)
+  int64_t corrOff = -1;   ///< i32[c] initial accumulators (int8)
+  int64_t padRowOff = 0;  ///< a row holding the padding value
+  int64_t NV = 4, MR = 6; ///< tile: MR pixels x NV*16 channels
+  Epilogue ep;
+};
+void emitDenseConv(KB &k, Isa isa, const DenseConvSpec &s);
+
+/// Depthwise convolution (group = channels, one filter each), NHWC.
+struct DepthwiseSpec {
+  bool int8 = true;
+  int64_t N = 1, C = 0, H = 1, W = 1, OH = 1, OW = 1, KH = 1, KW = 1, SH = 1,
+          SW = 1, PT = 0, PL = 0, DH = 1, DW = 1;
+  int64_t inOff = 0, inCS = 0, outOff = 0, outCS = 0;
+  int64_t weightOff = 0; ///< [kh][kw][C16] i8 or f32
+  int64_t corrOff = -1;
+  int64_t padRowOff = 0;
+  Epilogue ep;
+};
+void emitDepthwise(KB &k, const DepthwiseSpec &s);
+
+} // namespace qatc::codegen
+
+#endif // QATC_CODEGEN_KERNELBUILDER_H

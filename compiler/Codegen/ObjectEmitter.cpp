@@ -1,0 +1,196 @@
+//===- ObjectEmitter.cpp - kernels module to a shared object --------------===//
+//
+// scf/arith/vector/math/func -> LLVM dialect -> LLVM IR (-O3 for the
+// target) -> object file -> shared object. The link step runs the system
+// linker (`ld`, from binutils, which every machine with a C compiler has):
+// the runtime loads the code with dlopen.
+//
+//===----------------------------------------------------------------------===//
+
+#include "qatc/Codegen/Codegen.h"
+
+#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
+#include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
+#include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVMPass.h"
+#include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
+#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
+#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVMPass.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "mlir/Transforms/Passes.h"
+
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/TargetParser/Host.h"
+
+using namespace mlir;
+using namespace qatc::codegen;
+
+namespace {
+
+std::unique_ptr<llvm::TargetMachine> makeTargetMachine(const Target &t,
+                                                       std::string &error) {
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  std::string triple = llvm::sys::getDefaultTargetTriple();
+  const llvm::Target *target =
+      llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target)
+    return nullptr;
+  llvm::TargetOptions options;
+  auto tm = std::unique_ptr<llvm::TargetMachine>(target->createTargetMachine(
+      triple, t.cpu, t.features, options, llvm::Reloc::PIC_, std::nullopt,
+      llvm::CodeGenOptLevel::Aggressive));
+  if (!tm)
+    error = "cannot create an LLVM target machine for " + triple;
+  return tm;
+}
+
+} // namespace
+
+LogicalResult qatc::codegen::compileKernels(ModuleOp kernels, const Target &t,
+                                            std::vector<uint8_t> &so,
+                                            std::string *llvmIR,
+                                            std::string *assembly,
+                                            std::string &error) {
+  MLIRContext *ctx = kernels.getContext();
+  PassManager pm(ctx);
+  pm.addPass(createConvertSCFToCFPass());
+  pm.addPass(createConvertVectorToLLVMPass());
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createConvertFuncToLLVMPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  pm.addPass(createCanonicalizerPass());
+  if (failed(pm.run(kernels))) {
+    error = "lowering the kernels to the LLVM dialect failed";
+    return failure();
+  }
+  registerBuiltinDialectTranslation(*ctx);
+  registerLLVMDialectTranslation(*ctx);
+  llvm::LLVMContext llvmCtx;
+  std::unique_ptr<llvm::Module> module =
+      translateModuleToLLVMIR(kernels, llvmCtx, "qatc_plan");
+  if (!module) {
+    error = "translating the kernels to LLVM IR failed";
+    return failure();
+  }
+  std::unique_ptr<llvm::TargetMachine> tm = makeTargetMachine(t, error);
+  if (!tm)
+    return failure();
+  module->setDataLayout(tm->createDataLayout());
+  module->setTargetTriple(tm->getTargetTriple().str());
+  for (llvm::Function &f : *module) {
+    if (f.isDeclaration())
+      continue;
+    f.addFnAttr("target-cpu", t.cpu);
+    if (!t.features.empty())
+      f.addFnAttr("target-features", t.features);
+    if (!t.tuneCpu.empty())
+      f.addFnAttr("tune-cpu", t.tuneCpu);
+    f.addFnAttr(llvm::Attribute::NoUnwind);
+    // Layers get raw pointers into one arena; never inline one into another.
+    f.addFnAttr(llvm::Attribute::NoInline);
+  }
+
+  // -O3 on the module.
+  {
+    llvm::LoopAnalysisManager lam;
+    llvm::FunctionAnalysisManager fam;
+    llvm::CGSCCAnalysisManager cgam;
+    llvm::ModuleAnalysisManager mam;
+    llvm::PassBuilder pb(tm.get());
+    pb.registerModuleAnalyses(mam);
+    pb.registerCGSCCAnalyses(cgam);
+    pb.registerFunctionAnalyses(fam);
+    pb.registerLoopAnalyses(lam);
+    pb.crossRegisterProxies(lam, fam, cgam, mam);
+    llvm::ModulePassManager mpm =
+        pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+    mpm.run(*module, mam);
+  }
+  if (llvmIR) {
+    llvm::raw_string_ostream os(*llvmIR);
+    module->print(os, nullptr);
+  }
+  if (assembly) {
+    llvm::SmallString<0> buf;
+    llvm::raw_svector_ostream os(buf);
+    llvm::legacy::PassManager cg;
+    if (tm->addPassesToEmitFile(cg, os, nullptr,
+                                llvm::CodeGenFileType::AssemblyFile)) {
+      error = "this LLVM cannot emit assembly for the target";
+      return failure();
+    }
+    cg.run(*module);
+    *assembly = std::string(buf.str());
+  }
+  llvm::SmallString<0> obj;
+  {
+    llvm::raw_svector_ostream os(obj);
+    llvm::legacy::PassManager cg;
+    if (tm->addPassesToEmitFile(cg, os, nullptr,
+                                llvm::CodeGenFileType::ObjectFile)) {
+      error = "this LLVM cannot emit object files for the target";
+      return failure();
+    }
+    cg.run(*module);
+  }
+
+  // Link into a shared object with the system linker.
+  llvm::SmallString<128> objPath, soPath;
+  int fd;
+  if (llvm::sys::fs::createTemporaryFile("qatc-kernels", "o", fd, objPath) ||
+      llvm::sys::fs::createTemporaryFile("qatc-kernels", "so", soPath)) {
+    error = "cannot create temporary files for linking";
+    return failure();
+  }
+  {
+    llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
+    os.write(obj.data(), obj.size());
+  }
+  auto cleanup = [&] {
+    llvm::sys::fs::remove(objPath);
+    llvm::sys::fs::remove(soPath);
+  };
+  auto ld = llvm::sys::findProgramByName("ld");
+  if (!ld) {
+    cleanup();
+    error = "qatc needs the system linker 'ld' (Debian package binutils) to "
+            "link plan code";
+    return failure();
+  }
+  std::string errMsg;
+  llvm::SmallVector<llvm::StringRef> args = {
+      *ld,  "-shared",     "--hash-style=gnu",
+      "-z", "noexecstack", "--build-id=none",
+      "-o", soPath,        objPath};
+  int rc =
+      llvm::sys::ExecuteAndWait(*ld, args, std::nullopt, {}, 0, 0, &errMsg);
+  if (rc != 0) {
+    cleanup();
+    error = "linking the plan's code failed (ld exit " + std::to_string(rc) +
+            (errMsg.empty() ? "" : ": " + errMsg) + ")";
+    return failure();
+  }
+  auto buf = llvm::MemoryBuffer::getFile(soPath);
+  cleanup();
+  if (!buf) {
+    error = "cannot read the linked code";
+    return failure();
+  }
+  so.assign((*buf)->getBufferStart(), (*buf)->getBufferEnd());
+  return success();
+}

@@ -1,0 +1,96 @@
+//===- PlanWriter.cpp - serialize a plan and resolve targets --------------===//
+
+#include "qatc/Codegen/Codegen.h"
+
+#include "llvm/ADT/StringMap.h"
+#include "llvm/TargetParser/Host.h"
+
+#include <cstring>
+
+using namespace qatc;
+using namespace qatc::codegen;
+
+const char *qatc::codegen::compilerVersion() { return "qatc 0.4.0"; }
+
+bool qatc::codegen::resolveTarget(const std::string &name, Target &t,
+                                  std::string &error) {
+  using namespace plan;
+  std::string which = name;
+  t = Target();
+  if (which.empty() || which == "host") {
+    llvm::StringMap<bool> f = llvm::sys::getHostCPUFeatures();
+    t.tuneCpu = llvm::sys::getHostCPUName().str();
+    if (f.lookup("avx512vnni") && f.lookup("avx512bw") && f.lookup("avx512vl"))
+      which = "avx512vnni";
+    else if (f.lookup("avxvnni") && f.lookup("avx2"))
+      which = "avxvnni";
+    else if (f.lookup("avx2") && f.lookup("fma"))
+      which = "avx2";
+    else
+      which = "generic";
+  }
+  // A feature baseline (x86-64-v3/v4 plus VNNI), never the host's full set,
+  // so that a plan runs on every CPU with the features it records.
+  if (which == "avx512vnni") {
+    t.isa = Isa::AVX512VNNI;
+    t.cpu = "x86-64-v4";
+    t.features = "+avx512vnni";
+    t.requiredFeatures = kFeatAVX2 | kFeatFMA | kFeatAVX512F | kFeatAVX512BW |
+                         kFeatAVX512VL | kFeatAVX512DQ | kFeatAVX512VNNI;
+  } else if (which == "avxvnni") {
+    t.isa = Isa::AVXVNNI;
+    t.cpu = "x86-64-v3";
+    t.features = "+avxvnni";
+    t.requiredFeatures = kFeatAVX2 | kFeatFMA | kFeatAVXVNNI;
+  } else if (which == "avx2") {
+    t.isa = Isa::AVX2;
+    t.cpu = "x86-64-v3";
+    t.requiredFeatures = kFeatAVX2 | kFeatFMA;
+  } else if (which == "generic") {
+    t.isa = Isa::Generic;
+    t.cpu = "x86-64";
+  } else {
+    error = "unknown --target-cpu '" + name +
+            "' (choose host, avx512vnni, avxvnni, avx2 or generic)";
+    return false;
+  }
+  t.name = which;
+  return true;
+}
+
+std::vector<uint8_t> qatc::codegen::writePlan(
+    const plan::Manifest &manifest, const std::vector<uint8_t> &weights,
+    const std::vector<uint8_t> &code, const Target &target) {
+  auto align = [](uint64_t x) {
+    return (x + plan::kSegmentAlign - 1) / plan::kSegmentAlign *
+           plan::kSegmentAlign;
+  };
+  std::string text = plan::writeManifest(manifest);
+  plan::PlanHeader h;
+  std::memset(&h, 0, sizeof(h));
+  std::memcpy(h.magic, plan::kMagic, sizeof(h.magic));
+  h.formatVersion = plan::kFormatVersion;
+  h.headerSize = sizeof(h);
+  h.cpuFeatures = target.requiredFeatures;
+  h.manifestOffset = sizeof(h);
+  h.manifestSize = text.size();
+  h.weightsOffset = align(h.manifestOffset + h.manifestSize);
+  h.weightsSize = weights.size();
+  h.codeOffset = align(h.weightsOffset + h.weightsSize);
+  h.codeSize = code.size();
+  h.fileSize = h.codeOffset + h.codeSize;
+  std::strncpy(h.compilerVersion, compilerVersion(),
+               sizeof(h.compilerVersion) - 1);
+  std::vector<uint8_t> out(h.fileSize, 0);
+  std::memcpy(out.data() + h.manifestOffset, text.data(), text.size());
+  if (!weights.empty())
+    std::memcpy(out.data() + h.weightsOffset, weights.data(), weights.size());
+  if (!code.empty())
+    std::memcpy(out.data() + h.codeOffset, code.data(), code.size());
+  std::memcpy(out.data(), &h, sizeof(h));
+  h.checksum =
+      plan::checksum(out.data(), out.size(),
+                     offsetof(plan::PlanHeader, checksum), sizeof(h.checksum));
+  std::memcpy(out.data(), &h, sizeof(h));
+  return out;
+}

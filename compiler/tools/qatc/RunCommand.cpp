@@ -1,0 +1,214 @@
+//===- RunCommand.cpp - `qatc run` ----------------------------------------===//
+//
+//   qatc run m.plan --input x.npy [-o out.npz] [--dump-tensors DIR]
+//            [--threads N] [--labels y.npy]
+//
+// Runs a plan with the runtime on .npy data. Data with more rows than the
+// plan's batch runs in chunks of the plan's batch; outputs are concatenated.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Commands.h"
+#include "qatc/Reference/TensorIO.h"
+#include "qatc/Runtime/Runtime.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+using namespace qatc;
+using namespace qatc::ref;
+namespace cl = llvm::cl;
+
+cl::SubCommand qatc::driver::runCommand("run", "Run a plan on .npy data");
+
+namespace {
+cl::SubCommand &sub = qatc::driver::runCommand;
+cl::opt<std::string> planPath(cl::Positional, cl::desc("<model.plan>"),
+                              cl::Required, cl::sub(sub));
+cl::list<std::string> inputSpecs(
+    "input",
+    cl::desc("Input data: file.npy (inputs in order) or name=file.npy"),
+    cl::value_desc("[name=]file"), cl::sub(sub));
+cl::opt<std::string> outputPath("o",
+                                cl::desc("Write the outputs to this .npz "
+                                         "(or .npy for one output)"),
+                                cl::value_desc("file"), cl::sub(sub));
+cl::opt<std::string>
+    dumpDir("dump-tensors",
+            cl::desc("Write every layer's output tensor to DIR (as `qatc eval "
+                     "--dump-tensors` does, ONNX order and names)"),
+            cl::value_desc("DIR"), cl::sub(sub));
+cl::opt<int> threads("threads", cl::desc("Worker threads (default 1)"),
+                     cl::init(1), cl::sub(sub));
+cl::opt<std::string> labelsPath(
+    "labels",
+    cl::desc("Integer class labels (.npy): print the first output's top-1 "
+             "accuracy"),
+    cl::value_desc("file.npy"), cl::sub(sub));
+
+int fail(const llvm::Twine &message) {
+  llvm::errs() << "qatc run: " << message << "\n";
+  return 1;
+}
+
+DType dtypeOf(const plan::TensorDesc &t) {
+  switch (t.type) {
+  case plan::ElemType::F32:
+    return DType::F32;
+  case plan::ElemType::I32:
+    return DType::I32;
+  case plan::ElemType::I64:
+    return DType::I64;
+  default:
+    return t.quantized ? (t.isSigned ? DType::I8 : DType::U8)
+                       : (t.type == plan::ElemType::I8 ? DType::I8 : DType::U8);
+  }
+}
+} // namespace
+
+int qatc::driver::runRun() {
+  std::string error;
+  auto plan = rt::Plan::load(planPath, error);
+  if (!plan)
+    return fail(error);
+  const plan::Manifest &m = plan->manifest();
+  std::vector<std::optional<Tensor>> inputs(m.inputs.size());
+  size_t next = 0;
+  for (const std::string &spec : inputSpecs) {
+    auto [lhs, rhs] = llvm::StringRef(spec).split('=');
+    bool named = !rhs.empty() && !llvm::sys::fs::exists(spec);
+    llvm::StringRef file = named ? rhs : llvm::StringRef(spec);
+    size_t index = next;
+    if (named) {
+      index = m.inputs.size();
+      for (size_t i = 0; i < m.inputs.size(); ++i)
+        if (m.tensors[m.inputs[i]].name == lhs)
+          index = i;
+      if (index == m.inputs.size())
+        return fail("--input " + spec + ": the plan has no input '" + lhs +
+                    "'");
+    } else {
+      ++next;
+    }
+    if (index >= inputs.size())
+      return fail("--input " + spec + ": more inputs than the plan's " +
+                  llvm::Twine(inputs.size()));
+    auto data = readTensors(file);
+    if (!data)
+      return fail("--input " + spec + ": " + llvm::toString(data.takeError()));
+    inputs[index] = castTensor(data->front().second, DType::F32);
+  }
+  // Chunks of the plan's batch.
+  int64_t chunks = -1;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const plan::TensorDesc &d = m.tensors[m.inputs[i]];
+    if (!inputs[i])
+      return fail("no data for input '" + d.name + "' (--input)");
+    int64_t per = d.numElements(), have = inputs[i]->numElements();
+    if (per == 0 || have % per != 0 ||
+        (have != per && inputs[i]->rank() != (int64_t)d.shape.size()))
+      return fail(
+          "input '" + d.name + "' has shape " + inputs[i]->describe() +
+          "; the plan takes " +
+          llvm::join(llvm::map_range(
+                         d.shape, [](int64_t x) { return std::to_string(x); }),
+                     "x") +
+          " (recompile with --input-shape for another size)");
+    int64_t c = have / per;
+    if (chunks >= 0 && c != chunks)
+      return fail("the inputs hold different numbers of rows");
+    chunks = c;
+  }
+  if (chunks > 1 && !dumpDir.empty())
+    return fail("--dump-tensors needs one batch of data");
+  rt::Session session(*plan, std::max(1, threads.getValue()));
+  std::optional<TensorDumper> dumper;
+  if (!dumpDir.empty()) {
+    auto d = TensorDumper::create(dumpDir);
+    if (!d)
+      return fail(llvm::toString(d.takeError()));
+    dumper.emplace(std::move(*d));
+    session.setLayerCallback([&](size_t layer, const uint8_t *arena) {
+      for (int ti : m.layers[layer].outputs) {
+        const plan::TensorDesc &t = m.tensors[ti];
+        Tensor out(dtypeOf(t), t.shape);
+        rt::readTensor(t, arena, out.mutableData<uint8_t>());
+        if (auto err = dumper->add(t.name, out))
+          llvm::consumeError(std::move(err));
+      }
+    });
+  }
+  std::vector<Tensor> outputs;
+  for (int oi : m.outputs) {
+    const plan::TensorDesc &d = m.tensors[oi];
+    std::vector<int64_t> shape = d.shape;
+    if (!shape.empty())
+      shape[0] *= chunks;
+    outputs.emplace_back(dtypeOf(d), shape);
+  }
+  std::vector<double> times;
+  for (int64_t c = 0; c < chunks; ++c) {
+    std::vector<const void *> in;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      int64_t per = m.tensors[m.inputs[i]].numElements();
+      in.push_back(inputs[i]->data<float>() + c * per);
+    }
+    std::vector<void *> out;
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      const plan::TensorDesc &d = m.tensors[m.outputs[i]];
+      out.push_back(outputs[i].mutableData<uint8_t>() +
+                    c * d.numElements() * plan::elemSize(d.type));
+    }
+    auto t0 = std::chrono::steady_clock::now();
+    if (!session.run(in, out, error))
+      return fail(error);
+    times.push_back(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+            .count());
+  }
+  std::sort(times.begin(), times.end());
+  llvm::outs() << "ran " << planPath << " " << chunks
+               << (chunks == 1 ? " time" : " times") << " on "
+               << session.threads() << " thread(s): median "
+               << llvm::format("%.3f", times[times.size() / 2] * 1e3)
+               << " ms per run\n";
+  if (dumper) {
+    if (auto err = dumper->finish())
+      return fail(llvm::toString(std::move(err)));
+    llvm::outs() << "wrote " << dumper->count() << " tensors to " << dumpDir
+                 << "\n";
+  }
+  if (!outputPath.empty()) {
+    NamedTensors named;
+    for (size_t i = 0; i < outputs.size(); ++i)
+      named.push_back({m.tensors[m.outputs[i]].name, outputs[i]});
+    if (auto err = writeTensors(outputPath, named))
+      return fail(llvm::toString(std::move(err)));
+    llvm::outs() << "wrote " << outputPath << "\n";
+  }
+  if (!labelsPath.empty()) {
+    auto labels = readTensors(labelsPath);
+    if (!labels)
+      return fail("--labels: " + llvm::toString(labels.takeError()));
+    Tensor y = castTensor(labels->front().second, DType::I64);
+    Tensor l = castTensor(outputs.front(), DType::F64);
+    if (l.rank() != 2 || y.numElements() != l.dim(0))
+      return fail("--labels: " + llvm::Twine(y.numElements()) +
+                  " labels for a first output of shape " + l.describe());
+    int64_t n = l.dim(0), c = l.dim(1), correct = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const double *row = l.data<double>() + i * c;
+      correct += (std::max_element(row, row + c) - row) == y.data<int64_t>()[i];
+    }
+    llvm::outs() << "top-1 accuracy: "
+                 << llvm::format("%.2f",
+                                 100.0 * correct / std::max<int64_t>(n, 1))
+                 << " % (" << correct << "/" << n << ")\n";
+  }
+  return 0;
+}

@@ -1,0 +1,74 @@
+//===- Codegen.h - qat/onnx graph to a plan -------------------*- C++ -*-===//
+//
+// The back end: lowers a function after the `qat-lower` pipeline (int8 qat
+// ops, fp32 onnx ops) to one MLIR function per layer (scf / arith / vector /
+// math / llvm, the int8 micro-kernels calling vpdpbusd through one helper),
+// packs the weights, plans the activation arena, compiles the functions with
+// LLVM into a shared object and writes the plan file.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef QATC_CODEGEN_CODEGEN_H
+#define QATC_CODEGEN_CODEGEN_H
+
+#include "qatc/Runtime/PlanFormat.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace qatc::codegen {
+
+/// The instruction set the int8 kernels are written for.
+enum class Isa { AVX512VNNI, AVXVNNI, AVX2, Generic };
+
+/// What the code is compiled for.
+struct Target {
+  Isa isa = Isa::Generic;
+  std::string cpu;      ///< LLVM CPU the code may use (a feature baseline)
+  std::string tuneCpu;  ///< LLVM CPU to schedule for
+  std::string features; ///< extra LLVM features ("+avx512vnni,...")
+  uint64_t requiredFeatures = 0; ///< plan::CpuFeature bits
+  std::string name;              ///< "avx512vnni", "avxvnni", "avx2", "generic"
+};
+
+/// Resolves `--target-cpu`: "host" (the default), "avx512vnni", "avxvnni",
+/// "avx2" or "generic". Returns false with `error` set on an unknown name.
+bool resolveTarget(const std::string &name, Target &target, std::string &error);
+
+/// The lowered graph: the layer functions, the packed weights and the
+/// manifest (offsets into the arena and weights are final).
+struct LoweredGraph {
+  mlir::OwningOpRef<mlir::ModuleOp> kernels;
+  std::vector<uint8_t> weights;
+  plan::Manifest manifest;
+};
+
+/// Lowers `func` (after qat-lower). Errors are emitted at the op's location
+/// (its ONNX node) and make it return failure.
+mlir::LogicalResult lowerGraph(mlir::func::FuncOp func, const Target &target,
+                               LoweredGraph &out);
+
+/// Compiles the kernels module to a shared object (bytes). `llvmIR` / `asm`
+/// receive the LLVM IR / assembly when not null.
+mlir::LogicalResult compileKernels(mlir::ModuleOp kernels, const Target &target,
+                                   std::vector<uint8_t> &sharedObject,
+                                   std::string *llvmIR, std::string *assembly,
+                                   std::string &error);
+
+/// Serializes a plan (header, manifest, weights, code) into bytes.
+std::vector<uint8_t> writePlan(const plan::Manifest &manifest,
+                               const std::vector<uint8_t> &weights,
+                               const std::vector<uint8_t> &code,
+                               const Target &target);
+
+/// The compiler's version string recorded in plans.
+const char *compilerVersion();
+
+} // namespace qatc::codegen
+
+#endif // QATC_CODEGEN_CODEGEN_H

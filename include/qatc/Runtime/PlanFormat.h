@@ -1,0 +1,137 @@
+//===- PlanFormat.h - the .plan container, shared by writer and runtime ---===//
+//
+// A plan is one file:
+//
+//   [PlanHeader, 128 bytes][manifest text][pad to 64][weights][pad to 64][code]
+//
+// The header locates the segments; the manifest (line-oriented text, see
+// docs/Plan.md) describes the inputs, outputs, tensors, layers and the arena;
+// the weights segment holds the packed constants the layers read; the code
+// segment is an ELF shared object with one entry point per layer. The
+// runtime owns this header: the compiler includes it, never the reverse, and
+// it includes nothing from MLIR or LLVM.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef QATC_RUNTIME_PLANFORMAT_H
+#define QATC_RUNTIME_PLANFORMAT_H
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace qatc::plan {
+
+/// "QATCPLN\0" at offset 0.
+inline constexpr char kMagic[8] = {'Q', 'A', 'T', 'C', 'P', 'L', 'N', '\0'};
+/// Bumped whenever the header, the manifest grammar or the layer ABI change.
+inline constexpr uint32_t kFormatVersion = 1;
+/// Segments start at multiples of this (aligned vector loads of weights).
+inline constexpr uint64_t kSegmentAlign = 64;
+
+/// CPU features a plan's code may require (bits of PlanHeader::cpuFeatures).
+enum CpuFeature : uint64_t {
+  kFeatAVX2 = 1u << 0,
+  kFeatFMA = 1u << 1,
+  kFeatAVX512F = 1u << 2,
+  kFeatAVX512BW = 1u << 3,
+  kFeatAVX512VL = 1u << 4,
+  kFeatAVX512VNNI = 1u << 5,
+  kFeatAVXVNNI = 1u << 6,
+  kFeatAVX512DQ = 1u << 7,
+};
+
+/// The names of the features in `mask`, space separated ("avx2 fma ...").
+std::string featureNames(uint64_t mask);
+/// The features of the CPU this process runs on.
+uint64_t hostFeatures();
+
+/// The fixed-size header at offset 0, little-endian.
+struct PlanHeader {
+  char magic[8];
+  uint32_t formatVersion;
+  uint32_t headerSize;
+  uint64_t fileSize;
+  /// checksum() of the whole file with this field read as zero.
+  uint64_t checksum;
+  uint64_t cpuFeatures;
+  uint64_t manifestOffset, manifestSize;
+  uint64_t weightsOffset, weightsSize;
+  uint64_t codeOffset, codeSize;
+  /// NUL-terminated version of the compiler that wrote the plan.
+  char compilerVersion[40];
+};
+static_assert(sizeof(PlanHeader) == 128, "the header is 128 bytes");
+
+/// A 64-bit checksum of `size` bytes (word-wise multiply-xorshift; detects
+/// bit flips and truncation, not tampering: a plan is trusted native code).
+uint64_t checksum(const uint8_t *data, size_t size, size_t skipOffset,
+                  size_t skipSize);
+
+/// Element types of plan tensors.
+enum class ElemType : uint8_t { F32, I8, U8, I32, I64 };
+const char *elemTypeName(ElemType t);
+bool parseElemType(const std::string &s, ElemType &t);
+size_t elemSize(ElemType t);
+
+/// How a tensor is laid out in the arena. `Plain` is the row-major order of
+/// its logical (ONNX) shape; `NHWC` stores a rank-4 NCHW tensor as
+/// [N][H][W][channelStride] (channels padded to channelStride), a rank-2
+/// [M, K] tensor as [M][channelStride].
+enum class Layout : uint8_t { Plain, NHWC };
+
+/// A tensor in the arena. Quantized int8 tensors may be stored with an
+/// offset of +128 (s8 values held as u8 = q + 128, see docs/Plan.md):
+/// `storedOffset` is what was added to each stored value.
+struct TensorDesc {
+  std::string name; ///< the ONNX tensor name
+  ElemType type = ElemType::F32;
+  std::vector<int64_t> shape; ///< logical (ONNX) shape
+  Layout layout = Layout::Plain;
+  int64_t channelStride = 0; ///< NHWC only
+  uint64_t offset = 0;       ///< in the arena
+  uint64_t bytes = 0;
+  bool quantized = false;
+  double scale = 0;      ///< quantized only
+  int64_t zeroPoint = 0; ///< in the ONNX type's domain
+  int64_t storedOffset = 0;
+  bool isSigned = true; ///< the ONNX element type of quantized data
+
+  int64_t numElements() const;
+};
+
+/// One compiled layer: an entry point of the code segment.
+struct LayerDesc {
+  std::string symbol;    ///< the function in the code segment
+  std::string node;      ///< the ONNX node it came from
+  std::string opType;    ///< "Conv", "Gemm", ...
+  std::string precision; ///< "int8", "fp32", "layout"
+  std::string kernel;    ///< e.g. "vnni-conv 6x64", "fp32-conv 6x32"
+  bool parallel = false; ///< split across threads (else thread 0 runs it)
+  int64_t macs = 0;      ///< multiply-accumulates (for % of peak)
+  std::vector<int> inputs, outputs; ///< indices into Manifest::tensors
+};
+
+/// Everything the runtime knows about a plan besides its bytes.
+struct Manifest {
+  std::string compiler;
+  std::string target; ///< "avx512vnni", "avxvnni", "avx2", "generic"
+  uint64_t arenaBytes = 0;
+  std::vector<TensorDesc> tensors;
+  std::vector<int> inputs, outputs; ///< graph I/O, indices into tensors
+  std::vector<LayerDesc> layers;
+};
+
+/// The manifest's text form (docs/Plan.md).
+std::string writeManifest(const Manifest &m);
+/// Parses a manifest; on failure returns false and says why (with the line).
+bool parseManifest(const std::string &text, Manifest &m, std::string &error);
+
+/// Symbols every layer function has: (arena, weights, thread id, threads).
+using LayerFn = void (*)(uint8_t *arena, const uint8_t *weights, int64_t tid,
+                         int64_t nthreads);
+
+} // namespace qatc::plan
+
+#endif // QATC_RUNTIME_PLANFORMAT_H

@@ -1,0 +1,102 @@
+//===- Runtime.h - load and run qatc plans (C++ API) ------------*- C++ -*-===//
+//
+// The runtime maps a plan, checks it (magic, version, size, checksum, CPU
+// features, manifest), loads its code and runs it on 1..N threads. It
+// includes nothing from MLIR or LLVM. A plan holds native code: load only
+// plans from a source you trust, as you would a shared library.
+//
+//   std::string err;
+//   auto plan = qatc::rt::Plan::load("m.plan", err);
+//   qatc::rt::Session session(*plan, /*threads=*/2);
+//   session.run({input}, {output}, err);
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef QATC_RUNTIME_RUNTIME_H
+#define QATC_RUNTIME_RUNTIME_H
+
+#include "qatc/Runtime/PlanFormat.h"
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace qatc::rt {
+
+/// A loaded, verified plan. Immutable; several sessions may share it.
+class Plan {
+public:
+  /// Reads and verifies the plan at `path`; null with `error` set when it
+  /// cannot be run safely on this CPU.
+  static std::unique_ptr<Plan> load(const std::string &path,
+                                    std::string &error);
+  ~Plan();
+  Plan(const Plan &) = delete;
+  Plan &operator=(const Plan &) = delete;
+
+  const plan::PlanHeader &header() const { return header_; }
+  const plan::Manifest &manifest() const { return manifest_; }
+  const uint8_t *weights() const { return weights_; }
+  plan::LayerFn layerFunction(size_t i) const { return functions_[i]; }
+
+private:
+  Plan() = default;
+  plan::PlanHeader header_{};
+  plan::Manifest manifest_;
+  void *mapping_ = nullptr;
+  size_t mappingSize_ = 0;
+  const uint8_t *weights_ = nullptr;
+  void *library_ = nullptr;
+  std::vector<plan::LayerFn> functions_;
+};
+
+/// Runs a plan: owns the activation arena and the worker threads (created
+/// once, spinning at the barrier between layers while a run is under way).
+class Session {
+public:
+  Session(const Plan &plan, int threads);
+  ~Session();
+  Session(const Session &) = delete;
+  Session &operator=(const Session &) = delete;
+
+  /// Runs one inference. `inputs[i]` / `outputs[i]` point at the plan's
+  /// i-th input / output in the row-major order of its ONNX shape and type
+  /// (manifest().tensors[manifest().inputs[i]]).
+  bool run(const std::vector<const void *> &inputs,
+           const std::vector<void *> &outputs, std::string &error);
+
+  /// Called on the calling thread after each layer (then layers run one at
+  /// a time): for tensor dumps. The arena holds the layer's outputs.
+  void setLayerCallback(
+      std::function<void(size_t layer, const uint8_t *arena)> callback) {
+    callback_ = std::move(callback);
+  }
+  /// Seconds spent in each layer, summed over runs since the last reset.
+  const std::vector<double> &layerSeconds() const { return layerSeconds_; }
+  void setProfiling(bool on) { profiling_ = on; }
+  void resetProfile();
+  int threads() const { return threads_; }
+
+private:
+  struct Workers;
+  void runLayers(int tid);
+  const Plan &plan_;
+  int threads_;
+  uint8_t *arena_ = nullptr;
+  bool profiling_ = false;
+  std::vector<double> layerSeconds_;
+  std::function<void(size_t, const uint8_t *)> callback_;
+  std::unique_ptr<Workers> workers_;
+};
+
+/// Copies tensor `t` out of the arena into row-major ONNX order, as its
+/// stored type (quantized data as the ONNX integers: the stored offset is
+/// removed). `out` must hold t.numElements() elements of t.type.
+void readTensor(const plan::TensorDesc &t, const uint8_t *arena, void *out);
+/// The reverse: writes row-major ONNX-ordered data into the arena layout.
+void writeTensor(const plan::TensorDesc &t, const void *in, uint8_t *arena);
+
+} // namespace qatc::rt
+
+#endif // QATC_RUNTIME_RUNTIME_H

@@ -1,0 +1,389 @@
+//===- PlanFormat.cpp - plan header, checksum and manifest text -----------===//
+//
+// Shared by the plan writer (compiler) and the runtime; plain C++ only.
+//
+//===----------------------------------------------------------------------===//
+
+#include "qatc/Runtime/PlanFormat.h"
+
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+
+namespace qatc::plan {
+
+namespace {
+
+struct FeatureName {
+  uint64_t bit;
+  const char *name;
+};
+constexpr FeatureName kFeatureNames[] = {
+    {kFeatAVX2, "avx2"},         {kFeatFMA, "fma"},
+    {kFeatAVX512F, "avx512f"},   {kFeatAVX512BW, "avx512bw"},
+    {kFeatAVX512VL, "avx512vl"}, {kFeatAVX512VNNI, "avx512vnni"},
+    {kFeatAVXVNNI, "avxvnni"},   {kFeatAVX512DQ, "avx512dq"},
+};
+
+uint64_t mix(uint64_t h) {
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdULL;
+  h ^= h >> 33;
+  h *= 0xc4ceb9fe1a85ec53ULL;
+  h ^= h >> 33;
+  return h;
+}
+
+/// Percent-encodes a manifest token (space, '%', control bytes); the empty
+/// string is a lone '%'.
+std::string encode(const std::string &s) {
+  if (s.empty())
+    return "%";
+  std::string out;
+  for (unsigned char c : s) {
+    if (c <= ' ' || c == '%' || c >= 0x7f) {
+      char buf[4];
+      std::snprintf(buf, sizeof(buf), "%%%02X", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+bool decode(const std::string &s, std::string &out) {
+  out.clear();
+  if (s == "%")
+    return true;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '%') {
+      out += s[i];
+      continue;
+    }
+    if (i + 2 >= s.size())
+      return false;
+    char hex[3] = {s[i + 1], s[i + 2], 0};
+    char *end = nullptr;
+    long v = std::strtol(hex, &end, 16);
+    if (end != hex + 2)
+      return false;
+    out += static_cast<char>(v);
+    i += 2;
+  }
+  return true;
+}
+
+std::string joinInts(const std::vector<int> &v) {
+  if (v.empty())
+    return "-";
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i)
+    s += (i ? "," : "") + std::to_string(v[i]);
+  return s;
+}
+
+std::string shapeText(const std::vector<int64_t> &shape) {
+  if (shape.empty())
+    return "scalar";
+  std::string s;
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? "x" : "") + std::to_string(shape[i]);
+  return s;
+}
+
+bool parseInt(const std::string &s, int64_t &v) {
+  if (s.empty())
+    return false;
+  errno = 0;
+  char *end = nullptr;
+  long long x = std::strtoll(s.c_str(), &end, 10);
+  if (errno || *end)
+    return false;
+  v = x;
+  return true;
+}
+
+bool parseU64(const std::string &s, uint64_t &v) {
+  int64_t x;
+  if (!parseInt(s, x) || x < 0)
+    return false;
+  v = static_cast<uint64_t>(x);
+  return true;
+}
+
+bool parseDouble(const std::string &s, double &v) {
+  if (s.empty())
+    return false;
+  char *end = nullptr;
+  v = std::strtod(s.c_str(), &end);
+  return !*end;
+}
+
+bool parseShape(const std::string &s, std::vector<int64_t> &shape) {
+  shape.clear();
+  if (s == "scalar")
+    return true;
+  std::stringstream ss(s);
+  std::string part;
+  while (std::getline(ss, part, 'x')) {
+    int64_t d;
+    if (!parseInt(part, d) || d < 0 || d > (int64_t(1) << 40))
+      return false;
+    shape.push_back(d);
+  }
+  return !shape.empty();
+}
+
+bool parseIntList(const std::string &s, size_t limit, std::vector<int> &v) {
+  v.clear();
+  if (s == "-")
+    return true;
+  std::stringstream ss(s);
+  std::string part;
+  while (std::getline(ss, part, ',')) {
+    int64_t x;
+    if (!parseInt(part, x) || x < 0 || static_cast<size_t>(x) >= limit)
+      return false;
+    v.push_back(static_cast<int>(x));
+  }
+  return true;
+}
+
+} // namespace
+
+std::string featureNames(uint64_t mask) {
+  std::string s;
+  for (const FeatureName &f : kFeatureNames)
+    if (mask & f.bit)
+      s += (s.empty() ? "" : " ") + std::string(f.name);
+  return s.empty() ? "none" : s;
+}
+
+uint64_t hostFeatures() {
+  uint64_t m = 0;
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx2"))
+    m |= kFeatAVX2;
+  if (__builtin_cpu_supports("fma"))
+    m |= kFeatFMA;
+  if (__builtin_cpu_supports("avx512f"))
+    m |= kFeatAVX512F;
+  if (__builtin_cpu_supports("avx512bw"))
+    m |= kFeatAVX512BW;
+  if (__builtin_cpu_supports("avx512vl"))
+    m |= kFeatAVX512VL;
+  if (__builtin_cpu_supports("avx512dq"))
+    m |= kFeatAVX512DQ;
+  if (__builtin_cpu_supports("avx512vnni"))
+    m |= kFeatAVX512VNNI;
+  // AVX-VNNI (VEX-encoded vpdpbusd): CPUID leaf 7 subleaf 1, EAX bit 4.
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  __asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(7), "c"(1));
+  if (a & (1u << 4))
+    m |= kFeatAVXVNNI;
+#endif
+  return m;
+}
+
+uint64_t checksum(const uint8_t *data, size_t size, size_t skipOffset,
+                  size_t skipSize) {
+  uint64_t h = 0x9e3779b97f4a7c15ULL ^ size;
+  auto byteAt = [&](size_t i) -> uint8_t {
+    return (i >= skipOffset && i < skipOffset + skipSize) ? 0 : data[i];
+  };
+  size_t i = 0;
+  for (; i + 8 <= size; i += 8) {
+    uint64_t w;
+    if (i + 8 <= skipOffset || i >= skipOffset + skipSize) {
+      std::memcpy(&w, data + i, 8);
+    } else {
+      w = 0;
+      for (size_t k = 0; k < 8; ++k)
+        w |= uint64_t(byteAt(i + k)) << (8 * k);
+    }
+    h = (h ^ w) * 0x100000001b3ULL;
+    h ^= h >> 29;
+  }
+  uint64_t tail = 0;
+  for (size_t k = 0; i + k < size; ++k)
+    tail |= uint64_t(byteAt(i + k)) << (8 * k);
+  return mix(h ^ tail);
+}
+
+const char *elemTypeName(ElemType t) {
+  switch (t) {
+  case ElemType::F32:
+    return "f32";
+  case ElemType::I8:
+    return "i8";
+  case ElemType::U8:
+    return "u8";
+  case ElemType::I32:
+    return "i32";
+  case ElemType::I64:
+    return "i64";
+  }
+  return "?";
+}
+
+bool parseElemType(const std::string &s, ElemType &t) {
+  for (ElemType c : {ElemType::F32, ElemType::I8, ElemType::U8, ElemType::I32,
+                     ElemType::I64})
+    if (s == elemTypeName(c)) {
+      t = c;
+      return true;
+    }
+  return false;
+}
+
+size_t elemSize(ElemType t) {
+  switch (t) {
+  case ElemType::F32:
+  case ElemType::I32:
+    return 4;
+  case ElemType::I8:
+  case ElemType::U8:
+    return 1;
+  case ElemType::I64:
+    return 8;
+  }
+  return 1;
+}
+
+int64_t TensorDesc::numElements() const {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+std::string writeManifest(const Manifest &m) {
+  std::string out = "qatc-plan-manifest " + std::to_string(kFormatVersion) +
+                    "\ncompiler " + encode(m.compiler) + "\ntarget " +
+                    encode(m.target) + "\narena " +
+                    std::to_string(m.arenaBytes) + "\n";
+  char buf[64];
+  for (size_t i = 0; i < m.tensors.size(); ++i) {
+    const TensorDesc &t = m.tensors[i];
+    std::snprintf(buf, sizeof(buf), "%.17g", t.scale);
+    out += "tensor " + std::to_string(i) + " " + encode(t.name) + " " +
+           elemTypeName(t.type) + " " + shapeText(t.shape) + " " +
+           (t.layout == Layout::NHWC ? "nhwc" : "plain") + " " +
+           std::to_string(t.channelStride) + " " + std::to_string(t.offset) +
+           " " + std::to_string(t.bytes) + " " + (t.quantized ? "q" : "f") +
+           " " + buf + " " + std::to_string(t.zeroPoint) + " " +
+           std::to_string(t.storedOffset) + " " + (t.isSigned ? "s" : "u") +
+           "\n";
+  }
+  for (int i : m.inputs)
+    out += "input " + std::to_string(i) + "\n";
+  for (int i : m.outputs)
+    out += "output " + std::to_string(i) + "\n";
+  for (const LayerDesc &l : m.layers)
+    out += "layer " + encode(l.symbol) + " " + encode(l.node) + " " +
+           encode(l.opType) + " " + encode(l.precision) + " " +
+           encode(l.kernel) + " " + (l.parallel ? "1" : "0") + " " +
+           std::to_string(l.macs) + " " + joinInts(l.inputs) + " " +
+           joinInts(l.outputs) + "\n";
+  return out;
+}
+
+bool parseManifest(const std::string &text, Manifest &m, std::string &error) {
+  m = Manifest();
+  std::stringstream lines(text);
+  std::string line;
+  int lineNo = 0;
+  auto fail = [&](const std::string &why) {
+    error = "manifest line " + std::to_string(lineNo) + ": " + why;
+    return false;
+  };
+  bool sawHeader = false;
+  while (std::getline(lines, line)) {
+    ++lineNo;
+    if (line.empty())
+      continue;
+    std::vector<std::string> tok;
+    std::stringstream ss(line);
+    std::string t;
+    while (ss >> t)
+      tok.push_back(t);
+    const std::string &kind = tok[0];
+    if (!sawHeader) {
+      if (kind != "qatc-plan-manifest" || tok.size() != 2 ||
+          tok[1] != std::to_string(kFormatVersion))
+        return fail("not a version " + std::to_string(kFormatVersion) +
+                    " manifest");
+      sawHeader = true;
+      continue;
+    }
+    if ((kind == "compiler" || kind == "target") && tok.size() == 2) {
+      if (!decode(tok[1], kind == "compiler" ? m.compiler : m.target))
+        return fail("bad text");
+    } else if (kind == "arena" && tok.size() == 2) {
+      if (!parseU64(tok[1], m.arenaBytes))
+        return fail("bad arena size");
+    } else if (kind == "tensor" && tok.size() == 14) {
+      TensorDesc d;
+      int64_t idx, cs, zp, so;
+      if (!parseInt(tok[1], idx) ||
+          idx != static_cast<int64_t>(m.tensors.size()) ||
+          !decode(tok[2], d.name) || !parseElemType(tok[3], d.type) ||
+          !parseShape(tok[4], d.shape) ||
+          (tok[5] != "nhwc" && tok[5] != "plain") || !parseInt(tok[6], cs) ||
+          cs < 0 || !parseU64(tok[7], d.offset) || !parseU64(tok[8], d.bytes) ||
+          (tok[9] != "q" && tok[9] != "f") || !parseDouble(tok[10], d.scale) ||
+          !parseInt(tok[11], zp) || !parseInt(tok[12], so) ||
+          (tok[13] != "s" && tok[13] != "u"))
+        return fail("malformed tensor");
+      d.layout = tok[5] == "nhwc" ? Layout::NHWC : Layout::Plain;
+      d.channelStride = cs;
+      d.quantized = tok[9] == "q";
+      d.zeroPoint = zp;
+      d.storedOffset = so;
+      d.isSigned = tok[13] == "s";
+      if (d.offset + d.bytes < d.offset || d.offset + d.bytes > m.arenaBytes)
+        return fail("tensor '" + d.name + "' lies outside the arena");
+      // The bytes must hold the tensor in its layout.
+      int64_t need = d.numElements();
+      if (d.layout == Layout::NHWC) {
+        if ((d.shape.size() != 4 && d.shape.size() != 2) || cs < d.shape[1])
+          return fail("bad NHWC tensor '" + d.name + "'");
+        need = need / (d.shape[1] ? d.shape[1] : 1) * cs;
+      }
+      if (static_cast<uint64_t>(need) * elemSize(d.type) > d.bytes)
+        return fail("tensor '" + d.name + "' does not fit its bytes");
+      m.tensors.push_back(std::move(d));
+    } else if ((kind == "input" || kind == "output") && tok.size() == 2) {
+      int64_t idx;
+      if (!parseInt(tok[1], idx) || idx < 0 ||
+          idx >= static_cast<int64_t>(m.tensors.size()))
+        return fail("bad tensor index");
+      (kind == "input" ? m.inputs : m.outputs).push_back(int(idx));
+    } else if (kind == "layer" && tok.size() == 10) {
+      LayerDesc l;
+      if (!decode(tok[1], l.symbol) || !decode(tok[2], l.node) ||
+          !decode(tok[3], l.opType) || !decode(tok[4], l.precision) ||
+          !decode(tok[5], l.kernel) || (tok[6] != "0" && tok[6] != "1") ||
+          !parseInt(tok[7], l.macs) ||
+          !parseIntList(tok[8], m.tensors.size(), l.inputs) ||
+          !parseIntList(tok[9], m.tensors.size(), l.outputs))
+        return fail("malformed layer");
+      l.parallel = tok[6] == "1";
+      m.layers.push_back(std::move(l));
+    } else {
+      return fail("unknown or malformed record '" + kind + "'");
+    }
+  }
+  if (!sawHeader)
+    return fail("empty manifest");
+  if (m.inputs.empty() || m.outputs.empty())
+    return fail("no inputs or outputs");
+  return true;
+}
+
+} // namespace qatc::plan

@@ -1,0 +1,213 @@
+//===- Session.cpp - run a plan on persistent worker threads --------------===//
+//
+// Thread 0 is the caller. Workers 1..N-1 are created with the session and
+// wait for a run (spinning briefly, then sleeping: between runs nothing is
+// due). Within a run every thread walks the layer list and meets the others
+// at a spinning barrier after each layer: an OS sleep between layers costs
+// tens of microseconds, more than many layers take.
+//
+//===----------------------------------------------------------------------===//
+
+#include "qatc/Runtime/Runtime.h"
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <thread>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#define QATC_PAUSE() _mm_pause()
+#else
+#define QATC_PAUSE() ((void)0)
+#endif
+
+using namespace qatc;
+using namespace qatc::rt;
+
+struct Session::Workers {
+  std::vector<std::thread> threads;
+  std::mutex mutex;
+  std::condition_variable wake;
+  std::atomic<uint64_t> generation{0};
+  std::atomic<bool> stop{false};
+  // Sense-reversing barrier.
+  std::atomic<int> arrived{0};
+  std::atomic<uint64_t> phase{0};
+  int count = 1;
+
+  void barrier() {
+    uint64_t myPhase = phase.load(std::memory_order_acquire);
+    if (arrived.fetch_add(1, std::memory_order_acq_rel) + 1 == count) {
+      arrived.store(0, std::memory_order_relaxed);
+      phase.store(myPhase + 1, std::memory_order_release);
+      return;
+    }
+    while (phase.load(std::memory_order_acquire) == myPhase)
+      QATC_PAUSE();
+  }
+};
+
+Session::Session(const Plan &plan, int threads)
+    : plan_(plan), threads_(threads < 1 ? 1 : threads),
+      workers_(std::make_unique<Workers>()) {
+  size_t bytes = (plan.manifest().arenaBytes + 63) / 64 * 64;
+  arena_ = static_cast<uint8_t *>(std::aligned_alloc(64, bytes ? bytes : 64));
+  std::memset(arena_, 0, bytes);
+  layerSeconds_.assign(plan.manifest().layers.size(), 0.0);
+  workers_->count = threads_;
+  for (int t = 1; t < threads_; ++t)
+    workers_->threads.emplace_back([this, t] {
+      Workers &w = *workers_;
+      uint64_t seen = 0;
+      for (;;) {
+        // Spin a little for back-to-back runs, then sleep.
+        for (int i = 0;
+             i < 20000 && w.generation.load() == seen && !w.stop.load(); ++i)
+          QATC_PAUSE();
+        if (w.generation.load() == seen && !w.stop.load()) {
+          std::unique_lock<std::mutex> lock(w.mutex);
+          w.wake.wait(lock, [&] {
+            return w.generation.load() != seen || w.stop.load();
+          });
+        }
+        if (w.stop.load())
+          return;
+        seen = w.generation.load();
+        runLayers(t);
+      }
+    });
+}
+
+Session::~Session() {
+  {
+    std::lock_guard<std::mutex> lock(workers_->mutex);
+    workers_->stop = true;
+  }
+  workers_->wake.notify_all();
+  for (std::thread &t : workers_->threads)
+    t.join();
+  std::free(arena_);
+}
+
+void Session::resetProfile() {
+  std::fill(layerSeconds_.begin(), layerSeconds_.end(), 0.0);
+}
+
+void Session::runLayers(int tid) {
+  const plan::Manifest &m = plan_.manifest();
+  const uint8_t *weights = plan_.weights();
+  using Clock = std::chrono::steady_clock;
+  auto last = Clock::now();
+  for (size_t i = 0; i < m.layers.size(); ++i) {
+    if (m.layers[i].parallel)
+      plan_.layerFunction(i)(arena_, weights, tid, threads_);
+    else if (tid == 0)
+      plan_.layerFunction(i)(arena_, weights, 0, 1);
+    if (threads_ > 1)
+      workers_->barrier();
+    if (tid == 0) {
+      if (profiling_) {
+        auto now = Clock::now();
+        layerSeconds_[i] += std::chrono::duration<double>(now - last).count();
+        last = now;
+      }
+      if (callback_)
+        callback_(i, arena_);
+    }
+    // With a callback, the others wait until thread 0 has looked.
+    if (callback_ && threads_ > 1)
+      workers_->barrier();
+  }
+}
+
+bool Session::run(const std::vector<const void *> &inputs,
+                  const std::vector<void *> &outputs, std::string &error) {
+  const plan::Manifest &m = plan_.manifest();
+  if (inputs.size() != m.inputs.size() || outputs.size() != m.outputs.size()) {
+    error = "the plan has " + std::to_string(m.inputs.size()) + " inputs and " +
+            std::to_string(m.outputs.size()) + " outputs; given " +
+            std::to_string(inputs.size()) + " and " +
+            std::to_string(outputs.size());
+    return false;
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i]) {
+      error = "input " + std::to_string(i) + " is null";
+      return false;
+    }
+    writeTensor(m.tensors[m.inputs[i]], inputs[i], arena_);
+  }
+  if (threads_ > 1) {
+    {
+      std::lock_guard<std::mutex> lock(workers_->mutex);
+      workers_->generation.fetch_add(1);
+    }
+    workers_->wake.notify_all();
+  }
+  runLayers(0);
+  // The last barrier of runLayers has every worker done with the arena.
+  for (size_t i = 0; i < outputs.size(); ++i)
+    if (outputs[i])
+      readTensor(m.tensors[m.outputs[i]], arena_, outputs[i]);
+  return true;
+}
+
+namespace {
+
+/// Visits element (row-major ONNX index `i`) -> arena byte offset.
+template <typename F> void forEachElement(const plan::TensorDesc &t, F &&f) {
+  size_t es = plan::elemSize(t.type);
+  int64_t n = t.numElements();
+  if (t.layout == plan::Layout::Plain) {
+    for (int64_t i = 0; i < n; ++i)
+      f(i, t.offset + static_cast<uint64_t>(i) * es);
+    return;
+  }
+  int64_t c = t.shape[1];
+  int64_t hw = t.shape.size() == 4 ? t.shape[2] * t.shape[3] : 1;
+  int64_t batch = t.shape[0];
+  int64_t i = 0;
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t ch = 0; ch < c; ++ch)
+      for (int64_t p = 0; p < hw; ++p, ++i)
+        f(i,
+          t.offset +
+              static_cast<uint64_t>((b * hw + p) * t.channelStride + ch) * es);
+}
+
+} // namespace
+
+void qatc::rt::readTensor(const plan::TensorDesc &t, const uint8_t *arena,
+                          void *out) {
+  size_t es = plan::elemSize(t.type);
+  auto *dst = static_cast<uint8_t *>(out);
+  if (t.storedOffset == 0) {
+    forEachElement(t, [&](int64_t i, uint64_t off) {
+      std::memcpy(dst + i * es, arena + off, es);
+    });
+    return;
+  }
+  // Offset int8 storage: u8 holding q + offset.
+  forEachElement(t, [&](int64_t i, uint64_t off) {
+    dst[i] = static_cast<uint8_t>(arena[off] - t.storedOffset);
+  });
+}
+
+void qatc::rt::writeTensor(const plan::TensorDesc &t, const void *in,
+                           uint8_t *arena) {
+  size_t es = plan::elemSize(t.type);
+  const auto *src = static_cast<const uint8_t *>(in);
+  if (t.storedOffset == 0) {
+    forEachElement(t, [&](int64_t i, uint64_t off) {
+      std::memcpy(arena + off, src + i * es, es);
+    });
+    return;
+  }
+  forEachElement(t, [&](int64_t i, uint64_t off) {
+    arena[off] = static_cast<uint8_t>(src[i] + t.storedOffset);
+  });
+}
