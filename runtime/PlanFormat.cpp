@@ -158,8 +158,14 @@ bool parseIntList(const std::string &s, size_t limit, std::vector<int> &v) {
 std::string featureNames(uint64_t mask) {
   std::string s;
   for (const FeatureName &f : kFeatureNames)
-    if (mask & f.bit)
+    if (mask & f.bit) {
       s += (s.empty() ? "" : " ") + std::string(f.name);
+      mask &= ~f.bit;
+    }
+  // Bits of a newer format this runtime does not know.
+  for (int b = 0; b < 64; ++b)
+    if (mask & (uint64_t(1) << b))
+      s += (s.empty() ? "" : " ") + ("feature-bit-" + std::to_string(b));
   return s.empty() ? "none" : s;
 }
 

@@ -5,6 +5,10 @@
 #    training with each calibration method (`qatc quantize`), and every model
 #    (fp32, PTQ per method, QAT) is evaluated on the 10000 test images by
 #    qatc: the fp32 graph as it is, each quantized model as its int8 qat IR.
+#  - the fp32 and the QAT int8 Fashion-MNIST models are compiled to plans
+#    (`qatc compile`), the 10000 test images run through both with the
+#    runtime (`qatc run`), and their accuracy and latency (`qatc bench`,
+#    1 thread, batch 1) are printed side by side.
 #  - digits (examples/digits): a QAT model compiled to the qat dialect with
 #    its precision report.
 set -euo pipefail
@@ -62,6 +66,26 @@ for m in "${methods[@]}"; do
   row "PTQ, $m calibration" "int8 qat IR" "${acc[$m]}"
 done
 row "QAT (fashion_qat.onnx)" "int8 qat IR" "${acc[qat]}"
+
+echo
+echo "== plans: qatc compile, qatc run (10000 test images), qatc bench (1 thread)"
+declare -A planAcc planMs
+for m in float qat; do
+  "$qatc" compile "examples/fashion/fashion_$m.onnx" -o "$out/fashion_$m.plan" \
+    2>&1 | grep -v warning | tail -n 1 | sed 's/^/   /'
+  planAcc[$m]=$("$qatc" run "$out/fashion_$m.plan" --input "$data/test_images.npy" \
+    --labels "$data/test_labels.npy" | sed -n 's/^top-1 accuracy: \([0-9.]*\).*/\1/p')
+  planMs[$m]=$("$qatc" bench "$out/fashion_$m.plan" --iterations 2000 --json |
+    sed -n 's/.*"median_ms": \([0-9.]*\).*/\1/p')
+done
+"$qatc" inspect "$out/fashion_qat.plan" | sed -n '2p;6,7p' | sed 's/^/   /'
+echo
+printf '%-34s %-22s %9s %14s\n' "plan" "precision" "top-1" "latency (ms)"
+for m in float qat; do
+  awk -v name="fashion_$m.plan" -v how="$([[ $m == qat ]] && echo "int8 (VNNI)" || echo fp32)" \
+    -v a="${planAcc[$m]}" -v t="${planMs[$m]}" \
+    'BEGIN { printf "%-34s %-22s %8.2f%% %14.4f\n", name, how, a, t }'
+done
 
 echo
 echo "== qatc compile examples/fashion/fashion_qat.onnx --emit=qat"

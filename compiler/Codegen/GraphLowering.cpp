@@ -358,7 +358,7 @@ int GraphLowering::inLayout(int t, plan::Layout want, Location loc) {
   layers.push_back({plan::LayerDesc(), loc, nullptr});
   Layer &layer = layers.back();
   layer.desc.symbol = "qatc_layer_" + std::to_string(layers.size() - 1);
-  layer.desc.node = nodeName(loc);
+  layer.desc.node = nodeName(loc) == "?" ? src.desc.name : nodeName(loc);
   layer.desc.opType = "layout";
   layer.desc.precision = "layout";
   layer.desc.kernel = toNHWC ? "nchw-to-nhwc" : "nhwc-to-nchw";

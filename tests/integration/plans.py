@@ -1,0 +1,214 @@
+#!/usr/bin/env python3
+"""Plans end to end: each model compiles for every target, and the plan's
+outputs agree with the reference evaluator of the same graph (`qatc eval
+--stage=qat`): float models within 1e-4 relative, int8 models every int8
+tensor within 1 LSB on at most 0.1 % of its elements and the outputs within
+0.5 % of their range; top-1 on labelled test sets identical to the
+reference's; 1 and 2 threads give the same bytes; compilation is
+deterministic; corrupted plans are refused with a message, never a crash."""
+import argparse
+import os
+import shutil
+import struct
+import sys
+
+import numpy as np
+
+from harness import Checker, run
+
+TARGETS = ["host", "avx2", "generic"]
+
+
+def read_dump(d):
+    out = {}
+    with open(os.path.join(d, "index.txt")) as f:
+        for line in f:
+            file, name = line.rstrip("\n").split("\t", 1)
+            out[name] = np.load(os.path.join(d, file))
+    return out
+
+
+def outputs(path):
+    z = np.load(path)
+    return [z[k] for k in z.files]
+
+
+def plan_checksum(data, skip_off=24, skip_len=8):
+    """plan::checksum (runtime/PlanFormat.cpp) in Python."""
+    mask = (1 << 64) - 1
+    b = bytearray(data)
+    b[skip_off:skip_off + skip_len] = b"\0" * skip_len
+    size = len(b)
+    h = (0x9e3779b97f4a7c15 ^ size) & mask
+    n = size // 8
+    words = struct.unpack_from("<%dQ" % n, b, 0)
+    for w in words:
+        h = ((h ^ w) * 0x100000001b3) & mask
+        h ^= h >> 29
+    tail = int.from_bytes(bytes(b[n * 8:]) + b"\0" * 8, "little") & mask
+    h ^= tail
+    h ^= h >> 33
+    h = (h * 0xff51afd7ed558ccd) & mask
+    h ^= h >> 33
+    h = (h * 0xc4ceb9fe1a85ec53) & mask
+    h ^= h >> 33
+    return h
+
+
+def check_model(c, label, model, inp, labelled, work):
+    ref = os.path.join(work, "ref.npz")
+    ref_dump = os.path.join(work, "ref-dump")
+    c.qatc("eval", model, "--stage=qat", "--input", inp, "-o", ref,
+           "--dump-tensors", ref_dump)
+    ref_out = outputs(ref)
+    ref_tensors = read_dump(ref_dump)
+    first = None
+    for target in TARGETS:
+        plan = os.path.join(work, f"{target}.plan")
+        c.qatc("compile", model, "--target-cpu", target, "-o", plan)
+        out = os.path.join(work, f"{target}.npz")
+        dump = os.path.join(work, f"{target}-dump")
+        shutil.rmtree(dump, ignore_errors=True)
+        c.qatc("run", plan, "--input", inp, "-o", out, "--dump-tensors", dump)
+        got = outputs(out)
+        for g, r in zip(got, ref_out):
+            rng = float(r.max() - r.min()) or 1.0
+            err = float(np.abs(g.astype(np.float64) - r).max())
+            float_model = "float" in os.path.basename(model)
+            limit = 1e-4 * max(float(np.abs(r).max()), 1e-6) if float_model \
+                else 0.005 * rng
+            print(f"   {target:8s} output max |diff| {err:.3g} "
+                  f"(limit {limit:.3g})")
+            if err > limit:
+                c.fail(label, f"{target}: output differs by {err:.3g} > {limit:.3g}")
+        # Every int8 tensor the plan dumps against the reference's.
+        checked = worst = 0
+        for name, t in read_dump(dump).items():
+            r = ref_tensors.get(name)
+            if r is None or r.shape != t.shape:
+                continue
+            if t.dtype in (np.int8, np.uint8):
+                d = np.abs(t.astype(np.int32) - r.astype(np.int32))
+                frac = float((d > 0).mean())
+                if d.max() > 1 or frac > 0.001:
+                    c.fail(label, f"{target}: tensor {name}: max {d.max()} LSB "
+                                  f"on {frac:.4%} of elements")
+                worst = max(worst, int(d.max()))
+                checked += 1
+        print(f"   {target:8s} {checked} int8 tensors within {worst} LSB")
+        if first is None:
+            first = got
+            # Threads: the same bytes on 2 threads.
+            out2 = os.path.join(work, "threads2.npz")
+            c.qatc("run", plan, "--input", inp, "-o", out2, "--threads", "2")
+            for a, b in zip(got, outputs(out2)):
+                if not np.array_equal(a, b):
+                    c.fail(label, "2 threads give other outputs than 1")
+            # Deterministic compilation.
+            again = os.path.join(work, "again.plan")
+            c.qatc("compile", model, "--target-cpu", target, "-o", again)
+            if open(plan, "rb").read() != open(again, "rb").read():
+                c.fail(label, "two compilations gave different plan bytes")
+    if labelled:
+        images, labels = labelled
+        ref_all = os.path.join(work, "ref-all.npz")
+        c.qatc("eval", model, "--stage=qat", "--input", images, "-o", ref_all,
+               "--batch-size", "100")
+        plan = os.path.join(work, "host.plan")
+        got_all = os.path.join(work, "plan-all.npz")
+        c.qatc("run", plan, "--input", images, "-o", got_all)
+        y = np.load(labels)
+        a = outputs(ref_all)[0].argmax(1)
+        b = outputs(got_all)[0].argmax(1)
+        acc_ref, acc_plan = (a == y).mean() * 100, (b == y).mean() * 100
+        same = (a == b).mean() * 100
+        print(f"   top-1 reference {acc_ref:.2f} %, plan {acc_plan:.2f} %, "
+              f"same prediction on {same:.2f} % of {len(y)} images")
+        if acc_ref != acc_plan:
+            c.fail(label, f"top-1 {acc_plan:.2f} % vs the reference's {acc_ref:.2f} %")
+
+
+def check_corruption(c, plan, inp, work):
+    data = open(plan, "rb").read()
+    header = struct.unpack_from("<8sIIQQQQQQQQQ", data, 0)
+    manifest_off, weights_off, code_off = header[6], header[8], header[10]
+    cases = {
+        "truncated": data[: len(data) // 2],
+        "empty": b"",
+        "not a plan": b"hello world" * 20,
+        "bit flip in the manifest": None,
+        "bit flip in the weights": None,
+        "bit flip in the code": None,
+        "wrong format version": None,
+        "missing CPU feature": None,
+        "appended bytes": data + b"\0" * 16,
+    }
+
+    def flip(off):
+        b = bytearray(data)
+        b[off] ^= 0x10
+        return bytes(b)
+
+    cases["bit flip in the manifest"] = flip(manifest_off + 5)
+    cases["bit flip in the weights"] = flip(weights_off + 7)
+    cases["bit flip in the code"] = flip(code_off + 100)
+    b = bytearray(data)
+    struct.pack_into("<I", b, 8, 99)
+    cases["wrong format version"] = bytes(b)
+    b = bytearray(data)
+    feats = struct.unpack_from("<Q", b, 32)[0] | (1 << 40)
+    struct.pack_into("<Q", b, 32, feats)
+    struct.pack_into("<Q", b, 24, plan_checksum(bytes(b)))
+    cases["missing CPU feature"] = bytes(b)
+    expect = {
+        "truncated": "truncated", "empty": "not a qatc plan",
+        "not a plan": "not a qatc plan", "bit flip in the manifest": "checksum",
+        "bit flip in the weights": "checksum", "bit flip in the code": "checksum",
+        "wrong format version": "format version", "missing CPU feature": "lacks",
+        "appended bytes": "appended",
+    }
+    for name, blob in cases.items():
+        p = os.path.join(work, "corrupt.plan")
+        with open(p, "wb") as f:
+            f.write(blob)
+        for cmd in (["run", p, "--input", inp], ["inspect", p]):
+            rc, out, err = run([c.args.qatc, *cmd])
+            msg = err.strip().splitlines()[-1] if err.strip() else ""
+            if rc != 1 or expect[name] not in err:
+                c.fail("corruption", f"{name}: qatc {cmd[0]} exit {rc}, "
+                       f"message '{msg}' (expected '{expect[name]}')")
+        print(f"   {name:26s} refused: {msg}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--qatc", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--model", action="append", default=[],
+                    help="model.onnx:input.npy[:images.npy:labels.npy]")
+    args = ap.parse_args()
+    c = Checker(args)
+    os.makedirs(args.work, exist_ok=True)
+    first_plan = first_input = None
+    for spec in args.model:
+        parts = spec.split(":")
+        model, inp = parts[0], parts[1]
+        labelled = (parts[2], parts[3]) if len(parts) == 4 else None
+        label = os.path.splitext(os.path.basename(model))[0]
+        work = os.path.join(args.work, label)
+        os.makedirs(work, exist_ok=True)
+        print(f"== {label}", flush=True)
+        try:
+            check_model(c, label, model, inp, labelled, work)
+        except RuntimeError as e:
+            c.fail(label, str(e))
+        if first_plan is None and os.path.exists(os.path.join(work, "host.plan")):
+            first_plan, first_input = os.path.join(work, "host.plan"), inp
+    if first_plan:
+        print("== corrupted plans", flush=True)
+        check_corruption(c, first_plan, first_input, args.work)
+    return c.finish("every plan agrees with the reference")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
