@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 // Times ONNX Runtime on a model: one session, N runs, prints the median and
-// minimum in milliseconds as JSON. Single-threaded, like qatc's evaluator.
+// minimum in milliseconds as JSON. Single-threaded unless ORT_THREADS says
+// otherwise.
 //
-//   node time.js model.onnx runs [name=x.npy ...]
+//   [ORT_THREADS=n] node time.js model.onnx runs [name=x.npy ...]
 'use strict';
 const ort = require('onnxruntime-node');
 const { readNpy } = require('./npy');
@@ -11,7 +12,8 @@ async function main() {
   const [model, runsArg, ...rest] = process.argv.slice(2);
   const runs = Number(runsArg || 5);
   const session = await ort.InferenceSession.create(model, {
-    graphOptimizationLevel: 'all', intraOpNumThreads: 1, interOpNumThreads: 1,
+    graphOptimizationLevel: 'all', executionMode: 'sequential',
+    intraOpNumThreads: Number(process.env.ORT_THREADS || 1), interOpNumThreads: 1,
   });
   const feeds = {};
   for (const a of rest) {

@@ -1,0 +1,61 @@
+#!/usr/bin/env python3
+"""qatc plans against ONNX Runtime (npm onnxruntime-node) in one run.
+
+  /usr/bin/python3 bench/plan_bench.py [--threads 1 2] [--runs 300] \\
+      model.onnx:input_name=x.npy ...
+
+For each model: `qatc compile`, `qatc bench --json` (median of --runs runs)
+and ORT's median on the same model (graph optimizations on, sequential),
+for each thread count; prints a table with the ratios and qatc's share of
+the int8 peak on its conv/matmul layers. Give a Q/DQ model and its float
+twin as separate entries; medians only (the machine is shared and noisy).
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("models", nargs="+")
+    ap.add_argument("--qatc", default=os.path.join(ROOT, "build", "bin", "qatc"))
+    ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    ap.add_argument("--runs", type=int, default=300)
+    ap.add_argument("--work", default=os.path.join(ROOT, "build", "plan-bench"))
+    args = ap.parse_args()
+    os.makedirs(args.work, exist_ok=True)
+    rows = []
+    for spec in args.models:
+        model, _, feed = spec.partition(":")
+        name = os.path.splitext(os.path.basename(model))[0]
+        plan = os.path.join(args.work, name + ".plan")
+        subprocess.run([args.qatc, "compile", model, "-o", plan], check=True,
+                       capture_output=True)
+        for t in args.threads:
+            q = json.loads(subprocess.run(
+                [args.qatc, "bench", plan, "--threads", str(t), "--iterations",
+                 str(args.runs), "--json"], check=True, capture_output=True,
+                text=True).stdout)
+            env = dict(os.environ, ORT_THREADS=str(t))
+            o = json.loads(subprocess.run(
+                ["node", os.path.join(ROOT, "tests", "ort", "time.js"), model,
+                 str(args.runs)] + ([feed] if feed else []), check=True,
+                capture_output=True, text=True, env=env).stdout)
+            macs = sum(l["macs"] for l in q["layers"])
+            ms = sum(l["ms"] for l in q["layers"] if l["macs"])
+            peak = 2 * macs / (ms * 1e-3) / 1e9 / q["peak_gops"] * 100 if ms else 0
+            rows.append((name, t, o["median_ms"], q["median_ms"], peak))
+    print(f"{'model':28s} {'thr':>3s} {'ORT ms':>9s} {'qatc ms':>9s} "
+          f"{'ORT/qatc':>9s} {'conv %peak':>10s}")
+    for name, t, o, q, p in rows:
+        print(f"{name:28s} {t:3d} {o:9.4f} {q:9.4f} {o / q:9.2f} {p:10.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
