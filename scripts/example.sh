@@ -82,7 +82,8 @@ done
 echo
 printf '%-34s %-22s %9s %14s\n' "plan" "precision" "top-1" "latency (ms)"
 for m in float qat; do
-  awk -v name="fashion_$m.plan" -v how="$([[ $m == qat ]] && echo "int8 (VNNI)" || echo fp32)" \
+  isa=$("$qatc" inspect "$out/fashion_$m.plan" | sed -n 's/.*target \([a-z0-9]*\);.*/\1/p')
+  awk -v name="fashion_$m.plan" -v how="$([[ $m == qat ]] && echo "int8, $isa" || echo "fp32, $isa")" \
     -v a="${planAcc[$m]}" -v t="${planMs[$m]}" \
     'BEGIN { printf "%-34s %-22s %8.2f%% %14.4f\n", name, how, a, t }'
 done
