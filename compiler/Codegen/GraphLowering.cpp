@@ -142,8 +142,12 @@ public:
 
 private:
   // Tensors and storage.
+  /// Registers `t` with storage of its own, sized for its layout.
+  int addTensor(CTensor t);
   int newTensor(std::string name, ArrayRef<int64_t> shape, bool int8,
                 plan::Layout layout, Type quantType = {});
+  /// The tensor of op result `res` (int8 when its type is quantized).
+  int resultTensor(Value res, plan::Layout layout);
   int alias(int base, std::string name, ArrayRef<int64_t> shape);
   int tensorOf(Value v) { return valueTensor.lookup(v); }
   /// `t` in NHWC (converting a plain rank-4 tensor) or plain.
@@ -158,13 +162,45 @@ private:
     v.resize(roundUp(channels, 64) + 16, 0.f);
     return addArray(v);
   }
+  /// The per-channel values of constant `v` (a bias, a channel scale) in the
+  /// weights blob, at `offset`.
+  LogicalResult addChannelConstant(Operation *op, Value v, StringRef what,
+                                   int64_t channels, int64_t &offset);
+  /// The zero-point term -z_x * sum(w[c]) of every output channel, the
+  /// int8 kernels' initial accumulators.
+  int64_t addZeroPointTerms(int64_t channels, int64_t zx,
+                            llvm::function_ref<int64_t(int64_t)> weightSum);
   int64_t padRow(bool int8, int64_t value, int64_t bytes);
+  void addLayer(Location loc, std::string node, std::string opType,
+                std::string kernel, std::string precision, bool parallel,
+                int64_t macs, std::vector<int> inputs, std::vector<int> outputs,
+                std::function<void(KB &)> emit);
   void addLayer(Operation *op, std::string kernel, std::string precision,
                 bool parallel, int64_t macs, std::vector<int> inputs,
-                std::vector<int> outputs, std::function<void(KB &)> emit);
+                std::vector<int> outputs, std::function<void(KB &)> emit) {
+    addLayer(op->getLoc(), nodeName(op->getLoc()), opTypeOf(op->getLoc(), op),
+             std::move(kernel), std::move(precision), parallel, macs,
+             std::move(inputs), std::move(outputs), std::move(emit));
+  }
   void fillEpilogueOut(Epilogue &ep, const CTensor &out);
   void fillActivation(Epilogue &ep, std::optional<qat::ClampAttr> act,
                       bool post);
+  /// The epilogue of a qat.conv / qat.matmul with input `x`, weights `wl`
+  /// and output tensor `o`: accumulator scales, bias, channel scale, clamps.
+  template <typename OpTy>
+  LogicalResult linearEpilogue(OpTy op, const CTensor &x,
+                               const qat::QuantLayout &wl, int64_t channels,
+                               int o, Epilogue &ep);
+  /// A float Relu/Clip that is the only user of `v`: folded into its
+  /// producer's epilogue (its result is the producer's tensor `o`).
+  std::optional<std::pair<float, float>> foldActivation(Value v, int o);
+  void foldActivation(Value v, int o, Epilogue &ep) {
+    if (auto act = foldActivation(v, o)) {
+      ep.hasAct = true;
+      ep.actLo = act->first;
+      ep.actHi = act->second;
+    }
+  }
 
   // Op handlers.
   LogicalResult lowerQuantize(qat::QuantizeOp op);
@@ -181,15 +217,32 @@ private:
   LogicalResult lowerFloatConv(onnx::ConvOp op);
   LogicalResult lowerGemm(onnx::GemmOp op);
   LogicalResult lowerGlobalAvgPool(onnx::GlobalAveragePoolOp op);
-  /// A float Relu/Clip that is the only user of `v`: folded into its
-  /// producer's epilogue.
-  std::optional<std::pair<float, float>> foldableActivation(Value v);
 
+  /// A 2-D convolution, int8 or fp32, dense or depthwise, of input tensor
+  /// `in` to `o`; `weight(i)` is element i of the [OC, IC/group, KH, KW]
+  /// weight.
+  LogicalResult lowerConv(Operation *op, bool int8, int in, int o,
+                          ArrayRef<int64_t> wShape, int64_t group,
+                          ArrayRef<int64_t> strides, ArrayRef<int64_t> pads,
+                          ArrayRef<int64_t> dilations, Epilogue ep,
+                          int64_t corrOff, int residual,
+                          std::function<double(int64_t)> weight);
+  /// A dense convolution layer: packs `weightAt(oc, ic, kh, kw)` for the
+  /// micro-kernel (zero beyond the real channels) and picks the tile.
   LogicalResult
   denseConv(Operation *op, DenseConvSpec s, int in, int outT,
-            std::function<int64_t(int64_t, int64_t, int64_t, int64_t)> weightAt,
-            const std::vector<float> *floatWeights, int64_t kLogical,
-            int64_t residual);
+            std::function<double(int64_t, int64_t, int64_t, int64_t)> weightAt,
+            int residual);
+  /// A matrix product of `in` ([M, K], or a flattened NHWC view) with the
+  /// constant weight `weightAt(n, k)` (ONNX order) as a 1x1 convolution.
+  LogicalResult matrixProduct(Operation *op, bool int8, int in, int o,
+                              int64_t K, int64_t N, Epilogue ep,
+                              int64_t corrOff,
+                              std::function<double(int64_t, int64_t)> weightAt);
+
+  // After the walk.
+  void planArena();
+  void emitLayers();
 
   func::FuncOp func;
   const Target &target;
@@ -201,6 +254,53 @@ private:
   std::map<std::pair<int, int>, int> converted;
   llvm::DenseSet<Operation *> folded;
 };
+
+/// Sets the window of `s` from NCHW shapes and ONNX attributes.
+void setWindow(ConvSpec &s, ArrayRef<int64_t> inShape,
+               ArrayRef<int64_t> outShape, int64_t KH, int64_t KW,
+               ArrayRef<int64_t> strides, ArrayRef<int64_t> pads,
+               ArrayRef<int64_t> dilations) {
+  s.N = outShape[0];
+  s.H = inShape[2];
+  s.W = inShape[3];
+  s.OH = outShape[2];
+  s.OW = outShape[3];
+  s.KH = KH;
+  s.KW = KW;
+  s.SH = strides[0];
+  s.SW = strides[1];
+  s.PT = pads[0];
+  s.PL = pads[1];
+  s.DH = dilations.empty() ? 1 : dilations[0];
+  s.DW = dilations.empty() ? 1 : dilations[1];
+}
+
+/// The weights of a matrix product are symmetric (zero point 0).
+LogicalResult requireSymmetric(Operation *op, const qat::QuantLayout &wl) {
+  for (int64_t z : wl.zeroPoints)
+    if (z != 0)
+      return op->emitError("qatc needs symmetric weights (zero point 0); "
+                           "this weight has zero point ")
+             << z;
+  return success();
+}
+
+/// The physical row length of a matrix product's input: the flattened NHWC
+/// pixels x padded channels, or the (padded) row.
+int64_t physicalK(const CTensor &x) {
+  if (x.flat)
+    return x.fH * x.fW * x.fCS;
+  return x.desc.layout == plan::Layout::NHWC ? x.desc.channelStride : x.dim(1);
+}
+
+/// The ONNX (logical) column of physical column `kp` of `x`, or -1 for
+/// padding.
+int64_t logicalK(const CTensor &x, int64_t kp) {
+  if (!x.flat)
+    return kp < x.dim(1) ? kp : -1;
+  int64_t pix = kp / x.fCS, c = kp % x.fCS;
+  return c < x.fC ? c * x.fH * x.fW + pix : -1;
+}
 
 std::string GraphLowering::nameOf(Value v) {
   if (Operation *def = v.getDefiningOp()) {
@@ -215,6 +315,23 @@ std::string GraphLowering::nameOf(Value v) {
   return nodeName(cast<BlockArgument>(v).getOwner()->getParentOp()->getLoc());
 }
 
+int GraphLowering::addTensor(CTensor t) {
+  int64_t elems = t.desc.numElements();
+  if (t.desc.layout == plan::Layout::NHWC)
+    elems = elems / std::max<int64_t>(t.channels(), 1) * t.desc.channelStride;
+  Storage s;
+  s.bytes =
+      roundUp(std::max<int64_t>(
+                  elems * static_cast<int64_t>(plan::elemSize(t.desc.type)), 1),
+              64);
+  t.storage = storages.size();
+  storages.push_back(s);
+  t.manifestIndex = out.manifest.tensors.size();
+  out.manifest.tensors.push_back(t.desc);
+  tensors.push_back(std::move(t));
+  return tensors.size() - 1;
+}
+
 int GraphLowering::newTensor(std::string name, ArrayRef<int64_t> shape,
                              bool int8, plan::Layout layout, Type quantType) {
   CTensor t;
@@ -222,9 +339,6 @@ int GraphLowering::newTensor(std::string name, ArrayRef<int64_t> shape,
   t.desc.shape.assign(shape.begin(), shape.end());
   t.desc.layout = layout;
   t.int8 = int8;
-  int64_t elems = 1;
-  for (int64_t d : shape)
-    elems *= d;
   if (int8) {
     qat::QuantLayout q(quantType);
     t.desc.type = plan::ElemType::U8;
@@ -240,20 +354,18 @@ int GraphLowering::newTensor(std::string name, ArrayRef<int64_t> shape,
   } else {
     t.desc.type = plan::ElemType::F32;
   }
-  int64_t es = int8 ? 1 : 4;
-  if (layout == plan::Layout::NHWC) {
-    int64_t c = shape.size() > 1 ? shape[1] : 1;
-    t.desc.channelStride = int8 ? roundUp(c, 4) : c;
-    elems = elems / std::max<int64_t>(c, 1) * t.desc.channelStride;
-  }
-  Storage s;
-  s.bytes = roundUp(std::max<int64_t>(elems * es, 1), 64);
-  t.storage = storages.size();
-  storages.push_back(s);
-  t.manifestIndex = out.manifest.tensors.size();
-  out.manifest.tensors.push_back(t.desc);
-  tensors.push_back(std::move(t));
-  return tensors.size() - 1;
+  if (layout == plan::Layout::NHWC)
+    t.desc.channelStride = int8 ? roundUp(t.channels(), 4) : t.channels();
+  return addTensor(std::move(t));
+}
+
+int GraphLowering::resultTensor(Value res, plan::Layout layout) {
+  auto type = cast<RankedTensorType>(res.getType());
+  bool int8 = isa<quant::QuantizedType>(type.getElementType());
+  int o = newTensor(nameOf(res), type.getShape(), int8, layout,
+                    int8 ? type : Type());
+  valueTensor[res] = o;
+  return o;
 }
 
 int GraphLowering::alias(int base, std::string name, ArrayRef<int64_t> shape) {
@@ -277,6 +389,26 @@ int64_t GraphLowering::addWeights(const void *data, size_t bytes) {
   return off;
 }
 
+LogicalResult GraphLowering::addChannelConstant(Operation *op, Value v,
+                                                StringRef what,
+                                                int64_t channels,
+                                                int64_t &offset) {
+  auto c = constantOf(v);
+  if (!c)
+    return op->emitError("the ") << what << " must be a constant";
+  offset = addChannels(floatsOf(*c), channels);
+  return success();
+}
+
+int64_t GraphLowering::addZeroPointTerms(
+    int64_t channels, int64_t zx,
+    llvm::function_ref<int64_t(int64_t)> weightSum) {
+  std::vector<int32_t> corr(roundUp(channels, 64) + 16, 0);
+  for (int64_t c = 0; c < channels; ++c)
+    corr[c] = static_cast<int32_t>(-zx * weightSum(c));
+  return addArray(corr);
+}
+
 int64_t GraphLowering::padRow(bool int8, int64_t value, int64_t count) {
   count = roundUp(count, 64) + 64;
   if (int8)
@@ -284,109 +416,75 @@ int64_t GraphLowering::padRow(bool int8, int64_t value, int64_t count) {
   return addArray(std::vector<float>(count, 0.f));
 }
 
-void GraphLowering::addLayer(Operation *op, std::string kernel,
-                             std::string precision, bool parallel, int64_t macs,
+void GraphLowering::addLayer(Location loc, std::string node, std::string opType,
+                             std::string kernel, std::string precision,
+                             bool parallel, int64_t macs,
                              std::vector<int> inputs, std::vector<int> outputs,
                              std::function<void(KB &)> emit) {
   int index = layers.size();
-  Layer l{plan::LayerDesc(), op->getLoc(), std::move(emit)};
+  Layer l{plan::LayerDesc(), loc, std::move(emit)};
   l.desc.symbol = "qatc_layer_" + std::to_string(index);
-  l.desc.node = nodeName(op->getLoc());
-  l.desc.opType = opTypeOf(op->getLoc(), op);
+  l.desc.node = std::move(node);
+  l.desc.opType = std::move(opType);
   l.desc.precision = std::move(precision);
   l.desc.kernel = std::move(kernel);
   l.desc.parallel = parallel;
   l.desc.macs = macs;
-  for (int t : inputs) {
-    Storage &s = storages[tensors[t].storage];
-    s.last = std::max(s.last, index);
-    s.first = std::min(s.first, index);
-    if (tensors[t].manifestIndex >= 0)
-      l.desc.inputs.push_back(tensors[t].manifestIndex);
-  }
-  for (int t : outputs) {
-    Storage &s = storages[tensors[t].storage];
-    s.first = std::min(s.first, index);
-    s.last = std::max(s.last, index);
-    if (tensors[t].manifestIndex >= 0)
-      l.desc.outputs.push_back(tensors[t].manifestIndex);
-  }
+  auto use = [&](const std::vector<int> &list, std::vector<int> &manifest) {
+    for (int t : list) {
+      Storage &s = storages[tensors[t].storage];
+      s.first = std::min(s.first, index);
+      s.last = std::max(s.last, index);
+      if (tensors[t].manifestIndex >= 0)
+        manifest.push_back(tensors[t].manifestIndex);
+    }
+  };
+  use(inputs, l.desc.inputs);
+  use(outputs, l.desc.outputs);
   layers.push_back(std::move(l));
 }
 
 int GraphLowering::inLayout(int t, plan::Layout want, Location loc) {
-  if (tensors[t].desc.layout == want && !tensors[t].flat)
+  const CTensor &src = tensors[t];
+  if (src.desc.layout == want && !src.flat)
     return t;
-  if (tensors[t].desc.shape.size() == 2 && !tensors[t].flat &&
-      (!tensors[t].int8 || tensors[t].desc.channelStride == tensors[t].dim(1)))
+  if (src.desc.shape.size() == 2 && !src.flat &&
+      (!src.int8 || src.desc.channelStride == src.dim(1)))
     return t; // identical bytes
   auto key = std::make_pair(t, static_cast<int>(want));
   if (auto it = converted.find(key); it != converted.end())
     return it->second;
-  const CTensor src = tensors[t];
-  int res = newTensor(src.desc.name, src.desc.shape, false, want);
-  CTensor &r = tensors[res];
-  // Same element type and quantization as the source.
-  r.int8 = src.int8;
-  r.desc.type = src.desc.type;
-  r.desc.quantized = src.desc.quantized;
-  r.desc.isSigned = src.desc.isSigned;
-  r.desc.storedOffset = src.desc.storedOffset;
-  r.desc.scale = src.desc.scale;
-  r.desc.zeroPoint = src.desc.zeroPoint;
-  r.scale = src.scale;
-  r.zp = src.zp;
-  r.qmin = src.qmin;
-  r.qmax = src.qmax;
-  int64_t c = src.channels();
-  if (want == plan::Layout::NHWC)
-    r.desc.channelStride = src.int8 ? roundUp(c, 4) : c;
-  int64_t es = src.int8 ? 1 : 4;
-  storages[r.storage].bytes =
-      roundUp(src.pixels() *
-                  (want == plan::Layout::NHWC ? r.desc.channelStride : c) * es,
-              64);
-  out.manifest.tensors[r.manifestIndex] = r.desc;
-  converted[key] = res;
-  int64_t N = src.dim(0), C = c,
-          HW = src.desc.shape.size() == 4 ? src.dim(2) * src.dim(3) : 1;
-  int64_t cs = want == plan::Layout::NHWC ? r.desc.channelStride
-                                          : src.desc.channelStride;
+  // The same tensor (name, type, quantization) in the other layout.
+  CTensor copy = src;
   bool toNHWC = want == plan::Layout::NHWC;
-  int srcIdx = t;
+  copy.desc.layout = want;
+  copy.desc.channelStride =
+      toNHWC ? (src.int8 ? roundUp(src.channels(), 4) : src.channels()) : 0;
+  int res = addTensor(copy);
+  converted[key] = res;
+  const CTensor &r = tensors[res], &s = tensors[t];
+  int64_t N = s.dim(0), C = s.channels(),
+          HW = s.desc.shape.size() == 4 ? s.dim(2) * s.dim(3) : 1;
+  int64_t cs = toNHWC ? r.desc.channelStride : s.desc.channelStride;
+  int64_t es = plan::elemSize(s.desc.type);
   // A layer of its own, named after the op that needs the conversion.
-  layers.push_back({plan::LayerDesc(), loc, nullptr});
-  Layer &layer = layers.back();
-  layer.desc.symbol = "qatc_layer_" + std::to_string(layers.size() - 1);
-  layer.desc.node = nodeName(loc) == "?" ? src.desc.name : nodeName(loc);
-  layer.desc.opType = "layout";
-  layer.desc.precision = "layout";
-  layer.desc.kernel = toNHWC ? "nchw-to-nhwc" : "nhwc-to-nchw";
-  layer.desc.parallel = false;
-  int li = layers.size() - 1;
-  for (int x : {srcIdx, res}) {
-    Storage &s = storages[tensors[x].storage];
-    s.first = std::min(s.first, li);
-    s.last = std::max(s.last, li);
-  }
-  layer.desc.inputs = {tensors[srcIdx].manifestIndex};
-  layer.desc.outputs = {r.manifestIndex};
-  layer.emit = [this, srcIdx, res, N, C, HW, cs, es, toNHWC](KB &k) {
-    int64_t inOff = tensors[srcIdx].desc.offset,
-            outOff = tensors[res].desc.offset;
-    Type t = es == 1 ? k.i8 : k.f32;
-    k.loop(k.c(0), k.c(N * HW), 1, [&](Value p) {
-      Value n = k.div(p, k.c(HW)), hw = k.rem(p, k.c(HW));
-      k.loop(k.c(0), k.c(C), 1, [&](Value ch) {
-        Value plain = k.add(k.mul(k.add(k.mul(n, k.c(C)), ch), k.c(HW)), hw);
-        Value nhwc = k.add(k.mul(p, k.c(cs)), ch);
-        Value src = toNHWC ? plain : nhwc, dst = toNHWC ? nhwc : plain;
-        Value v =
-            k.load(t, k.gep(k.arena, k.add(k.c(inOff), k.mul(src, k.c(es)))));
-        k.store(v, k.gep(k.arena, k.add(k.c(outOff), k.mul(dst, k.c(es)))));
-      });
-    });
-  };
+  addLayer(loc, nodeName(loc) == "?" ? s.desc.name : nodeName(loc), "layout",
+           toNHWC ? "nchw-to-nhwc" : "nhwc-to-nchw", "layout", false, 0, {t},
+           {res}, [this, t, res, N, C, HW, cs, es, toNHWC](KB &k) {
+             int64_t inOff = tensors[t].desc.offset,
+                     outOff = tensors[res].desc.offset;
+             Type type = es == 1 ? k.i8 : k.f32;
+             k.loop(k.c(0), k.c(N * HW), 1, [&](Value p) {
+               Value n = k.div(p, k.c(HW)), hw = k.rem(p, k.c(HW));
+               k.loop(k.c(0), k.c(C), 1, [&](Value ch) {
+                 Value plain =
+                     k.add(k.mul(k.add(k.mul(n, k.c(C)), ch), k.c(HW)), hw);
+                 Value nhwc = k.add(k.mul(p, k.c(cs)), ch);
+                 Value v = k.load(type, k.at(inOff, toNHWC ? plain : nhwc, es));
+                 k.store(v, k.at(outOff, toNHWC ? nhwc : plain, es));
+               });
+             });
+           });
   return res;
 }
 
@@ -418,23 +516,49 @@ void GraphLowering::fillActivation(Epilogue &ep,
   }
 }
 
-std::optional<std::pair<float, float>>
-GraphLowering::foldableActivation(Value v) {
+template <typename OpTy>
+LogicalResult GraphLowering::linearEpilogue(OpTy op, const CTensor &x,
+                                            const qat::QuantLayout &wl,
+                                            int64_t channels, int o,
+                                            Epilogue &ep) {
+  fillEpilogueOut(ep, tensors[o]);
+  // s_x * s_w[c] in f32, as the reference multiplies them.
+  std::vector<float> mult(channels);
+  for (int64_t c = 0; c < channels; ++c)
+    mult[c] = static_cast<float>(x.desc.scale) *
+              static_cast<float>(wl.scales[wl.scales.size() == 1 ? 0 : c]);
+  ep.multOff = addChannels(mult, channels);
+  if (op.getBias() && failed(addChannelConstant(op, op.getBias(), "bias",
+                                                channels, ep.biasOff)))
+    return failure();
+  if (op.getChannelScale() &&
+      failed(addChannelConstant(op, op.getChannelScale(), "channel scale",
+                                channels, ep.scaleOff)))
+    return failure();
+  fillActivation(ep, op.getActivation(), false);
+  fillActivation(ep, op.getResidualActivation(), true);
+  return success();
+}
+
+std::optional<std::pair<float, float>> GraphLowering::foldActivation(Value v,
+                                                                     int o) {
   if (!v.hasOneUse())
     return std::nullopt;
   Operation *user = *v.getUsers().begin();
   float inf = std::numeric_limits<float>::infinity();
+  std::optional<std::pair<float, float>> bounds;
   if (isa<onnx::ReluOp>(user)) {
-    folded.insert(user);
-    return std::make_pair(0.f, inf);
+    bounds = std::make_pair(0.f, inf);
+  } else if (auto clip = dyn_cast<onnx::ClipOp>(user)) {
+    bounds =
+        std::make_pair(clip.getMin() ? clip.getMin()->convertToFloat() : -inf,
+                       clip.getMax() ? clip.getMax()->convertToFloat() : inf);
   }
-  if (auto clip = dyn_cast<onnx::ClipOp>(user)) {
+  if (bounds) {
     folded.insert(user);
-    float lo = clip.getMin() ? clip.getMin()->convertToFloat() : -inf;
-    float hi = clip.getMax() ? clip.getMax()->convertToFloat() : inf;
-    return std::make_pair(lo, hi);
+    valueTensor[user->getResult(0)] = o;
   }
-  return std::nullopt;
+  return bounds;
 }
 
 LogicalResult GraphLowering::lowerQuantize(qat::QuantizeOp op) {
@@ -443,14 +567,10 @@ LogicalResult GraphLowering::lowerQuantize(qat::QuantizeOp op) {
   if (shape.size() != 4 && shape.size() != 2)
     return op.emitError("qatc cannot compile a rank-")
            << shape.size() << " QuantizeLinear yet (ranks 2 and 4 compile)";
-  if (qat::getQuantType(op.getOutput().getType()) !=
-          qat::getQuantType(op.getOutput().getType()) ||
-      !qat::getPerTensorType(op.getOutput().getType()))
+  if (!qat::getPerTensorType(op.getOutput().getType()))
     return op.emitError("qatc compiles per-tensor activation quantization "
                         "only");
-  int o = newTensor(nameOf(op.getOutput()), shape, true, plan::Layout::NHWC,
-                    op.getOutput().getType());
-  valueTensor[op.getOutput()] = o;
+  int o = resultTensor(op.getOutput(), plan::Layout::NHWC);
   const CTensor &src = tensors[in];
   int64_t C = shape[1], HW = shape.size() == 4 ? shape[2] * shape[3] : 1,
           N = shape[0];
@@ -465,20 +585,10 @@ LogicalResult GraphLowering::lowerQuantize(qat::QuantizeOp op) {
         Value si = srcPlain
                        ? k.add(k.mul(k.add(k.mul(n, k.c(C)), ch), k.c(HW)), hw)
                        : k.add(k.mul(p, k.c(srcCS)), ch);
-        Value x = k.load(k.f32, k.gep(k.arena, k.add(k.c(s.desc.offset),
-                                                     k.mul(si, k.c(4)))));
-        OpBuilder &bb = k.b;
-        Value q = bb.create<arith::DivFOp>(k.loc, x, k.cf(d.scale));
-        q = bb.create<arith::MaximumFOp>(k.loc, q, k.cf(float(d.qmin - d.zp)));
-        q = bb.create<arith::MinimumFOp>(k.loc, q, k.cf(float(d.qmax - d.zp)));
-        q = bb.create<math::RoundEvenOp>(k.loc, q);
-        Value qi = bb.create<arith::FPToSIOp>(k.loc, k.i32, q);
-        qi = bb.create<arith::AddIOp>(k.loc, qi, k.ci32(d.zp));
-        Value q8 = bb.create<arith::TruncIOp>(k.loc, k.i8, qi);
-        k.store(q8,
-                k.gep(k.arena,
-                      k.add(k.c(d.desc.offset),
-                            k.add(k.mul(p, k.c(d.desc.channelStride)), ch))));
+        Value x = k.load(k.f32, k.at(s.desc.offset, si, 4));
+        k.store(k.quantize(x, d.scale, d.zp, d.qmin, d.qmax),
+                k.at(d.desc.offset,
+                     k.add(k.mul(p, k.c(d.desc.channelStride)), ch), 1));
       });
     });
   });
@@ -486,12 +596,10 @@ LogicalResult GraphLowering::lowerQuantize(qat::QuantizeOp op) {
 }
 
 LogicalResult GraphLowering::lowerDequantize(qat::DequantizeOp op) {
-  int in = inLayout(tensorOf(op.getInput()), plan::Layout::NHWC, op.getLoc());
-  auto shape = op.getOutput().getType().getShape();
   if (!qat::getPerTensorType(op.getInput().getType()))
     return op.emitError("qatc compiles per-tensor dequantization only");
-  int o = newTensor(nameOf(op.getOutput()), shape, false, plan::Layout::NHWC);
-  valueTensor[op.getOutput()] = o;
+  int in = inLayout(tensorOf(op.getInput()), plan::Layout::NHWC, op.getLoc());
+  int o = resultTensor(op.getOutput(), plan::Layout::NHWC);
   int64_t C = tensors[in].channels(), P = tensors[in].pixels();
   addLayer(op, "dequantize", "int8", true, 0, {in}, {o}, [=](KB &k) {
     const CTensor &s = tensors[in], &d = tensors[o];
@@ -499,19 +607,11 @@ LogicalResult GraphLowering::lowerDequantize(qat::DequantizeOp op) {
     k.loop(b, e, 1, [&](Value p) {
       k.loop(k.c(0), k.c(C), 1, [&](Value ch) {
         Value q = k.load(
-            k.i8, k.gep(k.arena,
-                        k.add(k.c(s.desc.offset),
-                              k.add(k.mul(p, k.c(s.desc.channelStride)), ch))));
-        OpBuilder &bb = k.b;
-        Value qi = bb.create<arith::ExtUIOp>(k.loc, k.i32, q);
-        qi = bb.create<arith::SubIOp>(k.loc, qi, k.ci32(s.zp));
-        Value y = bb.create<arith::SIToFPOp>(k.loc, k.f32, qi);
-        y = bb.create<arith::MulFOp>(k.loc, y, k.cf(s.scale));
-        k.store(
-            y, k.gep(k.arena,
-                     k.add(k.c(d.desc.offset),
-                           k.mul(k.add(k.mul(p, k.c(d.desc.channelStride)), ch),
-                                 k.c(4)))));
+            k.i8, k.at(s.desc.offset,
+                       k.add(k.mul(p, k.c(s.desc.channelStride)), ch), 1));
+        k.store(k.dequantize(q, s.zp, s.scale),
+                k.at(d.desc.offset,
+                     k.add(k.mul(p, k.c(d.desc.channelStride)), ch), 4));
       });
     });
   });
@@ -520,10 +620,8 @@ LogicalResult GraphLowering::lowerDequantize(qat::DequantizeOp op) {
 
 LogicalResult GraphLowering::denseConv(
     Operation *op, DenseConvSpec s, int in, int outT,
-    std::function<int64_t(int64_t, int64_t, int64_t, int64_t)> weightAt,
-    const std::vector<float> *floatWeights, int64_t kLogical,
-    int64_t residual) {
-  (void)kLogical;
+    std::function<double(int64_t, int64_t, int64_t, int64_t)> weightAt,
+    int residual) {
   bool avx512 = target.isa == Isa::AVX512VNNI;
   s.NV = std::min<int64_t>(avx512 ? 4 : 2, (s.OC + 15) / 16);
   s.MR = avx512 ? (s.NV >= 4   ? 6
@@ -532,32 +630,30 @@ LogicalResult GraphLowering::denseConv(
                                : 16)
                 : (s.NV >= 2 ? 2 : 4);
   const int64_t NB = s.NV * 16, blocks = (s.OC + NB - 1) / NB;
-  if (s.int8) {
-    const int64_t KS = s.inCS / 4;
-    std::vector<int8_t> packed(blocks * s.KH * s.KW * KS * NB * 4, 0);
-    for (int64_t oc = 0; oc < s.OC; ++oc)
-      for (int64_t kh = 0; kh < s.KH; ++kh)
-        for (int64_t kw = 0; kw < s.KW; ++kw)
-          for (int64_t ic = 0; ic < s.inCS; ++ic) {
-            int64_t blk = oc / NB, lane = oc % NB;
-            packed[((((blk * s.KH + kh) * s.KW + kw) * KS + ic / 4) * NB +
-                    lane) *
-                       4 +
-                   ic % 4] = static_cast<int8_t>(weightAt(oc, ic, kh, kw));
-          }
-    s.weightOff = addArray(packed);
-  } else {
-    std::vector<float> packed(blocks * s.KH * s.KW * s.IC * NB, 0.f);
-    for (int64_t oc = 0; oc < s.OC; ++oc)
-      for (int64_t kh = 0; kh < s.KH; ++kh)
-        for (int64_t kw = 0; kw < s.KW; ++kw)
-          for (int64_t ic = 0; ic < s.IC; ++ic) {
-            int64_t blk = oc / NB, lane = oc % NB;
-            packed[(((blk * s.KH + kh) * s.KW + kw) * s.IC + ic) * NB + lane] =
-                (*floatWeights)[((oc * s.IC + ic) * s.KH + kh) * s.KW + kw];
-          }
-    s.weightOff = addArray(packed);
-  }
+  // Packed [blk][kh][kw][k][NB]: k steps of 4 input channels (one int8
+  // dword per lane) or of one float.
+  const int64_t KS = s.int8 ? s.inCS / 4 : s.IC, step = s.int8 ? 4 : 1;
+  auto index = [&](int64_t oc, int64_t kh, int64_t kw, int64_t ic) {
+    return ((((oc / NB * s.KH + kh) * s.KW + kw) * KS + ic / step) * NB +
+            oc % NB) *
+               step +
+           ic % step;
+  };
+  std::vector<int8_t> packed8;
+  std::vector<float> packedF;
+  (s.int8 ? packed8.resize(blocks * s.KH * s.KW * KS * NB * step)
+          : packedF.resize(blocks * s.KH * s.KW * KS * NB));
+  for (int64_t oc = 0; oc < s.OC; ++oc)
+    for (int64_t kh = 0; kh < s.KH; ++kh)
+      for (int64_t kw = 0; kw < s.KW; ++kw)
+        for (int64_t ic = 0; ic < KS * step; ++ic) {
+          double w = weightAt(oc, ic, kh, kw);
+          if (s.int8)
+            packed8[index(oc, kh, kw, ic)] = static_cast<int8_t>(w);
+          else
+            packedF[index(oc, kh, kw, ic)] = static_cast<float>(w);
+        }
+  s.weightOff = s.int8 ? addArray(packed8) : addArray(packedF);
   std::string isaName = s.int8 ? (target.isa == Isa::AVX512VNNI ? "vnni"
                                   : target.isa == Isa::AVXVNNI  ? "avxvnni"
                                                                : "int8-generic")
@@ -566,12 +662,11 @@ LogicalResult GraphLowering::denseConv(
       isaName + "-conv " + std::to_string(s.MR) + "x" + std::to_string(NB);
   std::vector<int> ins = {in};
   if (residual >= 0)
-    ins.push_back(static_cast<int>(residual));
+    ins.push_back(residual);
   int64_t macs = s.N * s.OH * s.OW * s.OC * s.KH * s.KW * s.IC;
-  bool parallel = macs > 50000;
   Isa isa = target.isa;
-  addLayer(op, kernel, s.int8 ? "int8" : "fp32", parallel, macs, ins, {outT},
-           [=](KB &k) {
+  addLayer(op, kernel, s.int8 ? "int8" : "fp32", macs > 50000, macs, ins,
+           {outT}, [=](KB &k) {
              DenseConvSpec spec = s;
              spec.inOff = tensors[in].desc.offset;
              spec.outOff = tensors[outT].desc.offset;
@@ -582,149 +677,67 @@ LogicalResult GraphLowering::denseConv(
   return success();
 }
 
-LogicalResult GraphLowering::lowerQatConv(qat::ConvOp op) {
-  auto inType = op.getInput().getType();
-  auto outType = op.getOutput().getType();
-  if (inType.getRank() != 4)
-    return op.emitError("qatc compiles 2-D convolutions only");
-  int in = inLayout(tensorOf(op.getInput()), plan::Layout::NHWC, op.getLoc());
-  auto w = constantOf(op.getWeight());
-  if (!w)
-    return op.emitError("the weight of a compiled convolution must be a "
-                        "constant");
-  qat::QuantLayout wl(op.getWeight().getType());
-  for (int64_t z : wl.zeroPoints)
-    if (z != 0)
-      return op.emitError("qatc needs symmetric weights (zero point 0); "
-                          "this weight has zero point ")
-             << z;
+LogicalResult GraphLowering::lowerConv(Operation *op, bool int8, int in, int o,
+                                       ArrayRef<int64_t> ws, int64_t group,
+                                       ArrayRef<int64_t> strides,
+                                       ArrayRef<int64_t> pads,
+                                       ArrayRef<int64_t> dilations, Epilogue ep,
+                                       int64_t corrOff, int residual,
+                                       std::function<double(int64_t)> weight) {
   const CTensor &x = tensors[in];
-  auto ws = cast<ShapedType>(op.getWeight().getType()).getShape();
-  int64_t OC = ws[0], ICg = ws[1], KH = ws[2], KW = ws[3];
-  int64_t group = op.getGroup(), IC = inType.getShape()[1];
-  bool outInt8 = isa<quant::QuantizedType>(outType.getElementType());
-  int o = outInt8 ? newTensor(nameOf(op.getOutput()), outType.getShape(), true,
-                              plan::Layout::NHWC, outType)
-                  : newTensor(nameOf(op.getOutput()), outType.getShape(), false,
-                              plan::Layout::NHWC);
-  valueTensor[op.getOutput()] = o;
-  Epilogue ep;
-  fillEpilogueOut(ep, tensors[o]);
-  SmallVector<double> accScales = op.getAccumulatorScales();
-  std::vector<float> mult(OC);
-  double sIn = x.desc.scale;
-  for (int64_t c = 0; c < OC; ++c)
-    mult[c] = static_cast<float>(sIn) *
-              static_cast<float>(wl.scales[wl.scales.size() == 1 ? 0 : c]);
-  (void)accScales;
-  ep.multOff = addChannels(mult, OC);
-  if (op.getBias()) {
-    auto b = constantOf(op.getBias());
-    if (!b)
-      return op.emitError("the bias of a compiled convolution must be a "
-                          "constant");
-    ep.biasOff = addChannels(floatsOf(*b), OC);
-  }
-  if (op.getChannelScale()) {
-    auto b = constantOf(op.getChannelScale());
-    if (!b)
-      return op.emitError("the channel scale must be a constant");
-    ep.scaleOff = addChannels(floatsOf(*b), OC);
-  }
-  fillActivation(ep, op.getActivation(), false);
-  fillActivation(ep, op.getResidualActivation(), true);
-  int residual = -1;
-  if (op.getResidual()) {
-    residual =
-        inLayout(tensorOf(op.getResidual()), plan::Layout::NHWC, op.getLoc());
-    const CTensor &r = tensors[residual];
-    ep.hasResidual = true;
-    ep.resCS = r.desc.channelStride;
-    ep.resZp = r.zp;
-    ep.resScale = r.scale;
-  }
-  auto strides = op.getStrides(), pads = op.getPads(), dil = op.getDilations();
-  auto outShape = outType.getShape();
-  // Initial accumulators: -z_x * sum(w) per channel (the zero-point term).
-  std::vector<int32_t> corr(roundUp(OC, 64) + 16, 0);
-  int64_t per = ICg * KH * KW;
-  for (int64_t c = 0; c < OC; ++c) {
-    int64_t sum = 0;
-    for (int64_t i = 0; i < per; ++i)
-      sum += intAt(*w, c * per + i);
-    corr[c] = static_cast<int32_t>(-x.zp * sum);
-  }
-  int64_t corrOff = addArray(corr);
-  int64_t pad = padRow(true, x.zp, x.desc.channelStride);
+  int64_t OC = ws[0], ICg = ws[1], KH = ws[2], KW = ws[3], IC = x.channels();
+  auto inShape = x.desc.shape, outShape = tensors[o].desc.shape;
   if (group == 1) {
     DenseConvSpec s;
-    s.int8 = true;
-    s.N = outShape[0];
+    s.int8 = int8;
+    setWindow(s, inShape, outShape, KH, KW, strides, pads, dilations);
     s.IC = IC;
-    s.H = inType.getShape()[2];
-    s.W = inType.getShape()[3];
     s.OC = OC;
-    s.OH = outShape[2];
-    s.OW = outShape[3];
-    s.KH = KH;
-    s.KW = KW;
-    s.SH = strides[0];
-    s.SW = strides[1];
-    s.PT = pads[0];
-    s.PL = pads[1];
-    s.DH = dil[0];
-    s.DW = dil[1];
     s.inCS = x.desc.channelStride;
     s.outCS = tensors[o].desc.channelStride;
     s.corrOff = corrOff;
-    s.padRowOff = pad;
+    s.padRowOff = padRow(int8, x.zp, int8 ? x.desc.channelStride : IC);
     s.ep = ep;
-    ref::Tensor wt = *w;
     return denseConv(
         op, s, in, o,
-        [wt, ICg, KH, KW](int64_t oc, int64_t ic, int64_t kh, int64_t kw) {
-          return ic < ICg ? intAt(wt, ((oc * ICg + ic) * KH + kh) * KW + kw)
-                          : 0;
+        [weight, ICg, KH, KW](int64_t oc, int64_t ic, int64_t kh,
+                              int64_t kw) -> double {
+          return ic < ICg ? weight(((oc * ICg + ic) * KH + kh) * KW + kw) : 0;
         },
-        nullptr, IC, residual);
+        residual);
   }
   if (group != IC || OC != IC || ICg != 1)
-    return op.emitError("qatc compiles dense and depthwise convolutions; "
-                        "this one has group=")
+    return op->emitError("qatc compiles dense and depthwise convolutions; "
+                         "this one has group=")
            << group << " (grouped convolution is not implemented yet)";
   DepthwiseSpec s;
-  s.int8 = true;
-  s.N = outShape[0];
+  s.int8 = int8;
+  setWindow(s, inShape, outShape, KH, KW, strides, pads, dilations);
   s.C = IC;
-  s.H = inType.getShape()[2];
-  s.W = inType.getShape()[3];
-  s.OH = outShape[2];
-  s.OW = outShape[3];
-  s.KH = KH;
-  s.KW = KW;
-  s.SH = strides[0];
-  s.SW = strides[1];
-  s.PT = pads[0];
-  s.PL = pads[1];
-  s.DH = dil[0];
-  s.DW = dil[1];
   s.inCS = x.desc.channelStride;
   s.outCS = tensors[o].desc.channelStride;
   s.corrOff = corrOff;
-  s.padRowOff = padRow(true, x.zp, roundUp(IC, 16));
-  s.ep = ep;
   int64_t C16 = roundUp(IC, 16);
-  std::vector<int8_t> packed(KH * KW * C16, 0);
+  s.padRowOff = padRow(int8, x.zp, C16);
+  s.ep = ep;
+  // [kh][kw][C16]
+  std::vector<int8_t> packed8(int8 ? KH * KW * C16 : 0, 0);
+  std::vector<float> packedF(int8 ? 0 : KH * KW * C16, 0.f);
   for (int64_t c = 0; c < IC; ++c)
-    for (int64_t t = 0; t < KH * KW; ++t)
-      packed[t * C16 + c] = static_cast<int8_t>(intAt(*w, c * KH * KW + t));
-  s.weightOff = addArray(packed);
+    for (int64_t t = 0; t < KH * KW; ++t) {
+      double w = weight(c * KH * KW + t);
+      if (int8)
+        packed8[t * C16 + c] = static_cast<int8_t>(w);
+      else
+        packedF[t * C16 + c] = static_cast<float>(w);
+    }
+  s.weightOff = int8 ? addArray(packed8) : addArray(packedF);
   std::vector<int> ins = {in};
   if (residual >= 0)
     ins.push_back(residual);
   int64_t macs = s.N * s.OH * s.OW * IC * KH * KW;
-  addLayer(op, "int8-depthwise 1x16", "int8", macs > 50000, macs, ins, {o},
-           [=](KB &k) {
+  addLayer(op, int8 ? "int8-depthwise 1x16" : "fp32-depthwise 1x16",
+           int8 ? "int8" : "fp32", macs > 50000, macs, ins, {o}, [=](KB &k) {
              DepthwiseSpec spec = s;
              spec.inOff = tensors[in].desc.offset;
              spec.outOff = tensors[o].desc.offset;
@@ -735,9 +748,75 @@ LogicalResult GraphLowering::lowerQatConv(qat::ConvOp op) {
   return success();
 }
 
+LogicalResult GraphLowering::lowerQatConv(qat::ConvOp op) {
+  if (op.getInput().getType().getRank() != 4)
+    return op.emitError("qatc compiles 2-D convolutions only");
+  int in = inLayout(tensorOf(op.getInput()), plan::Layout::NHWC, op.getLoc());
+  auto w = constantOf(op.getWeight());
+  if (!w)
+    return op.emitError("the weight of a compiled convolution must be a "
+                        "constant");
+  qat::QuantLayout wl(op.getWeight().getType());
+  if (failed(requireSymmetric(op, wl)))
+    return failure();
+  const CTensor &x = tensors[in];
+  auto ws = cast<ShapedType>(op.getWeight().getType()).getShape();
+  int64_t OC = ws[0], perChannel = ws[1] * ws[2] * ws[3];
+  int o = resultTensor(op.getOutput(), plan::Layout::NHWC);
+  Epilogue ep;
+  if (failed(linearEpilogue(op, x, wl, OC, o, ep)))
+    return failure();
+  int residual = -1;
+  if (op.getResidual()) {
+    residual =
+        inLayout(tensorOf(op.getResidual()), plan::Layout::NHWC, op.getLoc());
+    const CTensor &r = tensors[residual];
+    ep.hasResidual = true;
+    ep.resCS = r.desc.channelStride;
+    ep.resZp = r.zp;
+    ep.resScale = r.scale;
+  }
+  ref::Tensor wt = *w;
+  int64_t corrOff = addZeroPointTerms(OC, x.zp, [&](int64_t c) {
+    int64_t sum = 0;
+    for (int64_t i = 0; i < perChannel; ++i)
+      sum += intAt(wt, c * perChannel + i);
+    return sum;
+  });
+  return lowerConv(op, true, in, o, ws, op.getGroup(), op.getStrides(),
+                   op.getPads(), op.getDilations(), ep, corrOff, residual,
+                   [wt](int64_t i) -> double { return intAt(wt, i); });
+}
+
+LogicalResult
+GraphLowering::matrixProduct(Operation *op, bool int8, int in, int o, int64_t K,
+                             int64_t N, Epilogue ep, int64_t corrOff,
+                             std::function<double(int64_t, int64_t)> weightAt) {
+  const CTensor &x = tensors[in];
+  int64_t kPhys = physicalK(x), M = x.dim(0);
+  DenseConvSpec s;
+  s.int8 = int8;
+  s.W = s.OW = M;
+  s.IC = s.inCS = kPhys;
+  s.OC = N;
+  s.outCS = tensors[o].desc.layout == plan::Layout::NHWC
+                ? tensors[o].desc.channelStride
+                : N;
+  s.corrOff = corrOff;
+  s.padRowOff = padRow(int8, x.zp, kPhys);
+  s.ep = ep;
+  CTensor view = x;
+  return denseConv(
+      op, s, in, o,
+      [view, weightAt](int64_t n, int64_t kp, int64_t, int64_t) -> double {
+        int64_t kl = logicalK(view, kp);
+        return kl < 0 ? 0 : weightAt(n, kl);
+      },
+      -1);
+}
+
 LogicalResult GraphLowering::lowerQatMatMul(qat::MatMulOp op) {
-  auto lhsType = op.getLhs().getType();
-  if (lhsType.getRank() != 2)
+  if (op.getLhs().getType().getRank() != 2)
     return op.emitError("qatc compiles 2-D matrix products only (batched "
                         "MatMul is not implemented yet)");
   auto w = constantOf(op.getRhs());
@@ -745,88 +824,33 @@ LogicalResult GraphLowering::lowerQatMatMul(qat::MatMulOp op) {
     return op.emitError("qatc compiles matrix products with a constant "
                         "right-hand side only");
   qat::QuantLayout wl(op.getRhs().getType());
-  for (int64_t z : wl.zeroPoints)
-    if (z != 0)
-      return op.emitError("qatc needs symmetric weights (zero point 0)");
+  if (failed(requireSymmetric(op, wl)))
+    return failure();
   int in = tensorOf(op.getLhs());
-  const CTensor x = tensors[in];
+  const CTensor &x = tensors[in];
   auto rs = cast<ShapedType>(op.getRhs().getType()).getShape();
   bool tr = op.getTransposeRhs();
   int64_t K = tr ? rs[1] : rs[0], N = tr ? rs[0] : rs[1];
-  int64_t M = lhsType.getShape()[0];
-  auto outType = op.getOutput().getType();
-  bool outInt8 = isa<quant::QuantizedType>(outType.getElementType());
-  int o = outInt8 ? newTensor(nameOf(op.getOutput()), outType.getShape(), true,
-                              plan::Layout::NHWC, outType)
-                  : newTensor(nameOf(op.getOutput()), outType.getShape(), false,
-                              plan::Layout::Plain);
-  valueTensor[op.getOutput()] = o;
+  bool outInt8 =
+      isa<quant::QuantizedType>(op.getOutput().getType().getElementType());
+  int o = resultTensor(op.getOutput(),
+                       outInt8 ? plan::Layout::NHWC : plan::Layout::Plain);
   Epilogue ep;
-  fillEpilogueOut(ep, tensors[o]);
-  std::vector<float> mult(N);
-  for (int64_t c = 0; c < N; ++c)
-    mult[c] = static_cast<float>(x.desc.scale) *
-              static_cast<float>(wl.scales[wl.scales.size() == 1 ? 0 : c]);
-  ep.multOff = addChannels(mult, N);
-  if (op.getBias()) {
-    auto b = constantOf(op.getBias());
-    if (!b)
-      return op.emitError("the bias must be a constant");
-    ep.biasOff = addChannels(floatsOf(*b), N);
-  }
-  if (op.getChannelScale()) {
-    auto b = constantOf(op.getChannelScale());
-    if (!b)
-      return op.emitError("the channel scale must be a constant");
-    ep.scaleOff = addChannels(floatsOf(*b), N);
-  }
-  fillActivation(ep, op.getActivation(), false);
-  fillActivation(ep, op.getResidualActivation(), true);
+  if (failed(linearEpilogue(op, x, wl, N, o, ep)))
+    return failure();
   if (op.getResidual())
     return op.emitError("a residual on a matrix product is not compiled yet");
-  // The physical K: the flattened NHWC pixels x padded channels, or the
-  // padded row.
-  int64_t kPhys = x.flat ? x.fH * x.fW * x.fCS : x.desc.channelStride;
   ref::Tensor wt = *w;
-  auto logicalK = [x](int64_t kp) -> int64_t {
-    if (!x.flat)
-      return kp < x.dim(1) ? kp : -1;
-    int64_t pix = kp / x.fCS, c = kp % x.fCS;
-    if (c >= x.fC)
-      return -1;
-    return c * x.fH * x.fW + pix;
+  auto weightAt = [wt, tr, K, N](int64_t n, int64_t k) -> double {
+    return intAt(wt, tr ? n * K + k : k * N + n);
   };
-  auto weightAt = [wt, tr, K, N, logicalK](int64_t n, int64_t kp, int64_t,
-                                           int64_t) -> int64_t {
-    int64_t kl = logicalK(kp);
-    if (kl < 0)
-      return 0;
-    return intAt(wt, tr ? n * K + kl : kl * N + n);
-  };
-  std::vector<int32_t> corr(roundUp(N, 64) + 16, 0);
-  for (int64_t n = 0; n < N; ++n) {
+  int64_t corrOff = addZeroPointTerms(N, x.zp, [&](int64_t n) {
     int64_t sum = 0;
-    for (int64_t kk = 0; kk < K; ++kk)
-      sum += intAt(wt, tr ? n * K + kk : kk * N + n);
-    corr[n] = static_cast<int32_t>(-x.zp * sum);
-  }
-  DenseConvSpec s;
-  s.int8 = true;
-  s.N = 1;
-  s.IC = kPhys;
-  s.H = 1;
-  s.W = M;
-  s.OC = N;
-  s.OH = 1;
-  s.OW = M;
-  s.inCS = kPhys;
-  s.outCS = tensors[o].desc.layout == plan::Layout::NHWC
-                ? tensors[o].desc.channelStride
-                : N;
-  s.corrOff = addArray(corr);
-  s.padRowOff = padRow(true, x.zp, kPhys);
-  s.ep = ep;
-  return denseConv(op, s, in, o, weightAt, nullptr, K, -1);
+    for (int64_t k = 0; k < K; ++k)
+      sum += static_cast<int64_t>(weightAt(n, k));
+    return sum;
+  });
+  return matrixProduct(op, true, in, o, K, N, ep, corrOff, weightAt);
 }
 
 LogicalResult
@@ -838,94 +862,63 @@ GraphLowering::lowerElementwise(Operation *op, Value a, Value b, bool mul,
       cast<ShapedType>(b.getType()).getShape() != rt.getShape())
     return op->emitError("qatc compiles elementwise ops on equal shapes only "
                          "(broadcasting is not implemented yet)");
-  plan::Layout lay =
-      rt.getRank() == 4 ? plan::Layout::NHWC : plan::Layout::NHWC;
-  int ta = inLayout(tensorOf(a), lay, op->getLoc());
-  int tb = inLayout(tensorOf(b), lay, op->getLoc());
-  bool outInt8 = isa<quant::QuantizedType>(rt.getElementType());
+  int ta = inLayout(tensorOf(a), plan::Layout::NHWC, op->getLoc());
+  int tb = inLayout(tensorOf(b), plan::Layout::NHWC, op->getLoc());
   float lo = -std::numeric_limits<float>::infinity(), hi = -lo;
   if (act && *act) {
     lo = static_cast<float>(act->getMin());
     hi = static_cast<float>(act->getMax());
   }
-  if (!outInt8 && !tensors[ta].int8)
-    if (auto f = foldableActivation(res)) {
+  int o = resultTensor(res, plan::Layout::NHWC);
+  if (!tensors[o].int8 && !tensors[ta].int8)
+    if (auto f = foldActivation(res, o)) {
       lo = f->first;
       hi = f->second;
     }
-  int o =
-      outInt8
-          ? newTensor(nameOf(res), rt.getShape(), true, plan::Layout::NHWC, rt)
-          : newTensor(nameOf(res), rt.getShape(), false, plan::Layout::NHWC);
-  valueTensor[res] = o;
-  for (Operation *f : folded)
-    if (f->getNumOperands() && f->getOperand(0) == res)
-      valueTensor[f->getResult(0)] = o;
   int64_t C = tensors[o].channels(), P = tensors[o].pixels();
   bool int8In = tensors[ta].int8;
-  addLayer(
-      op, mul ? "mul" : "add", int8In ? "int8" : "fp32", P * C > 4096, 0,
-      {ta, tb}, {o}, [=](KB &k) {
-        const CTensor &A = tensors[ta], &B = tensors[tb], &O = tensors[o];
-        OpBuilder &bb = k.b;
-        auto value = [&](const CTensor &t, Value p, Value ch) -> Value {
-          Value idx = k.add(k.mul(p, k.c(t.desc.channelStride)), ch);
-          if (!t.int8)
-            return k.load(k.f32, k.gep(k.arena, k.add(k.c(t.desc.offset),
-                                                      k.mul(idx, k.c(4)))));
-          Value q =
-              k.load(k.i8, k.gep(k.arena, k.add(k.c(t.desc.offset), idx)));
-          Value qi = bb.create<arith::ExtUIOp>(k.loc, k.i32, q);
-          qi = bb.create<arith::SubIOp>(k.loc, qi, k.ci32(t.zp));
-          Value f = bb.create<arith::SIToFPOp>(k.loc, k.f32, qi);
-          return bb.create<arith::MulFOp>(k.loc, f, k.cf(t.scale));
-        };
-        auto [b0, e0] = k.share(P);
-        k.loop(b0, e0, 1, [&](Value p) {
-          k.loop(k.c(0), k.c(C), 1, [&](Value ch) {
-            Value y = mul ? bb.create<arith::MulFOp>(k.loc, value(A, p, ch),
-                                                     value(B, p, ch))
-                                .getResult()
-                          : bb.create<arith::AddFOp>(k.loc, value(A, p, ch),
-                                                     value(B, p, ch))
-                                .getResult();
-            if (!std::isinf(lo))
-              y = bb.create<arith::MaximumFOp>(k.loc, y, k.cf(lo));
-            if (!std::isinf(hi))
-              y = bb.create<arith::MinimumFOp>(k.loc, y, k.cf(hi));
-            Value idx = k.add(k.mul(p, k.c(O.desc.channelStride)), ch);
-            if (!O.int8) {
-              k.store(y, k.gep(k.arena,
-                               k.add(k.c(O.desc.offset), k.mul(idx, k.c(4)))));
-              return;
-            }
-            Value q = bb.create<arith::DivFOp>(k.loc, y, k.cf(O.scale));
-            q = bb.create<arith::MaximumFOp>(k.loc, q,
-                                             k.cf(float(O.qmin - O.zp)));
-            q = bb.create<arith::MinimumFOp>(k.loc, q,
-                                             k.cf(float(O.qmax - O.zp)));
-            q = bb.create<math::RoundEvenOp>(k.loc, q);
-            Value qi = bb.create<arith::FPToSIOp>(k.loc, k.i32, q);
-            qi = bb.create<arith::AddIOp>(k.loc, qi, k.ci32(O.zp));
-            k.store(bb.create<arith::TruncIOp>(k.loc, k.i8, qi),
-                    k.gep(k.arena, k.add(k.c(O.desc.offset), idx)));
-          });
-        });
-      });
+  addLayer(op, mul ? "mul" : "add", int8In ? "int8" : "fp32", P * C > 4096, 0,
+           {ta, tb}, {o}, [=](KB &k) {
+             const CTensor &A = tensors[ta], &B = tensors[tb], &O = tensors[o];
+             OpBuilder &bb = k.b;
+             auto index = [&](const CTensor &t, Value p, Value ch) {
+               return k.add(k.mul(p, k.c(t.desc.channelStride)), ch);
+             };
+             auto value = [&](const CTensor &t, Value p, Value ch) -> Value {
+               if (!t.int8)
+                 return k.load(k.f32, k.at(t.desc.offset, index(t, p, ch), 4));
+               Value q = k.load(k.i8, k.at(t.desc.offset, index(t, p, ch), 1));
+               return k.dequantize(q, t.zp, t.scale);
+             };
+             auto [b0, e0] = k.share(P);
+             k.loop(b0, e0, 1, [&](Value p) {
+               k.loop(k.c(0), k.c(C), 1, [&](Value ch) {
+                 Value y = mul ? bb.create<arith::MulFOp>(
+                                       k.loc, value(A, p, ch), value(B, p, ch))
+                                     .getResult()
+                               : bb.create<arith::AddFOp>(
+                                       k.loc, value(A, p, ch), value(B, p, ch))
+                                     .getResult();
+                 if (!std::isinf(lo))
+                   y = bb.create<arith::MaximumFOp>(k.loc, y, k.cf(lo));
+                 if (!std::isinf(hi))
+                   y = bb.create<arith::MinimumFOp>(k.loc, y, k.cf(hi));
+                 if (O.int8)
+                   k.store(k.quantize(y, O.scale, O.zp, O.qmin, O.qmax),
+                           k.at(O.desc.offset, index(O, p, ch), 1));
+                 else
+                   k.store(y, k.at(O.desc.offset, index(O, p, ch), 4));
+               });
+             });
+           });
   return success();
 }
 
 LogicalResult GraphLowering::lowerClamp(Operation *op, Value inV, double lo,
                                         double hi) {
   int in = inLayout(tensorOf(inV), plan::Layout::NHWC, op->getLoc());
-  Value res = op->getResult(0);
-  auto rt = cast<RankedTensorType>(res.getType());
-  const CTensor x = tensors[in];
-  int o =
-      x.int8
-          ? newTensor(nameOf(res), rt.getShape(), true, plan::Layout::NHWC, rt)
-          : newTensor(nameOf(res), rt.getShape(), false, plan::Layout::NHWC);
-  valueTensor[res] = o;
+  int o = resultTensor(op->getResult(0), plan::Layout::NHWC);
+  const CTensor &x = tensors[in];
   int64_t count = x.pixels() * x.desc.channelStride;
   addLayer(op, "clamp", x.int8 ? "int8" : "fp32", count > 4096, 0, {in}, {o},
            [=](KB &k) {
@@ -934,9 +927,8 @@ LogicalResult GraphLowering::lowerClamp(Operation *op, Value inV, double lo,
              auto [b0, e0] = k.share(count);
              OpBuilder &bb = k.b;
              k.loop(b0, e0, 1, [&](Value i) {
-               Value v = k.load(X.int8 ? k.i8 : k.f32,
-                                k.gep(k.arena, k.add(k.c(X.desc.offset),
-                                                     k.mul(i, k.c(es)))));
+               Value v =
+                   k.load(X.int8 ? k.i8 : k.f32, k.at(X.desc.offset, i, es));
                if (X.int8) {
                  // Stored-domain bounds (lo/hi are stored integers here).
                  v = bb.create<arith::MaxUIOp>(
@@ -951,8 +943,7 @@ LogicalResult GraphLowering::lowerClamp(Operation *op, Value inV, double lo,
                  if (!std::isinf(hi))
                    v = bb.create<arith::MinimumFOp>(k.loc, v, k.cf(hi));
                }
-               k.store(v, k.gep(k.arena,
-                                k.add(k.c(O.desc.offset), k.mul(i, k.c(es)))));
+               k.store(v, k.at(O.desc.offset, i, es));
              });
            });
   return success();
@@ -966,52 +957,42 @@ LogicalResult GraphLowering::lowerMaxPool(Operation *op, Value inV,
   if (kernel.size() != 2)
     return op->emitError("qatc compiles 2-D pooling only");
   int in = inLayout(tensorOf(inV), plan::Layout::NHWC, op->getLoc());
-  Value res = op->getResult(0);
-  auto rt = cast<RankedTensorType>(res.getType());
-  const CTensor x = tensors[in];
-  int o =
-      x.int8
-          ? newTensor(nameOf(res), rt.getShape(), true, plan::Layout::NHWC, rt)
-          : newTensor(nameOf(res), rt.getShape(), false, plan::Layout::NHWC);
-  valueTensor[res] = o;
-  int64_t N = rt.getShape()[0], C = rt.getShape()[1], OH = rt.getShape()[2],
-          OW = rt.getShape()[3], H = x.dim(2), W = x.dim(3);
-  int64_t KH = kernel[0], KW = kernel[1], SH = strides[0], SW = strides[1],
-          PT = pads[0], PL = pads[1];
-  int64_t DH = dilations.empty() ? 1 : dilations[0],
-          DW = dilations.empty() ? 1 : dilations[1];
+  int o = resultTensor(op->getResult(0), plan::Layout::NHWC);
+  ConvSpec s;
+  setWindow(s, tensors[in].desc.shape, tensors[o].desc.shape, kernel[0],
+            kernel[1], strides, pads, dilations);
+  int64_t C = tensors[o].channels();
   addLayer(
-      op, "maxpool", x.int8 ? "int8" : "fp32", true, 0, {in}, {o}, [=](KB &k) {
+      op, "maxpool", tensors[in].int8 ? "int8" : "fp32", true, 0, {in}, {o},
+      [=](KB &k) {
         const CTensor &X = tensors[in], &O = tensors[o];
         int64_t es = X.int8 ? 1 : 4;
         Type et = X.int8 ? Type(k.i8) : Type(k.f32);
         OpBuilder &bb = k.b;
-        auto [b0, e0] = k.share(N * OH);
+        auto [b0, e0] = k.share(s.N * s.OH);
         k.loop(b0, e0, 1, [&](Value r) {
-          Value n = k.div(r, k.c(OH)), oh = k.rem(r, k.c(OH));
-          k.loop(k.c(0), k.c(OW), 1, [&](Value ow) {
+          Value n = k.div(r, k.c(s.OH)), oh = k.rem(r, k.c(s.OH));
+          k.loop(k.c(0), k.c(s.OW), 1, [&](Value ow) {
             k.loop(k.c(0), k.c(C), 1, [&](Value ch) {
               Value m =
                   X.int8
                       ? bb.create<arith::ConstantIntOp>(k.loc, 0, 8).getResult()
                       : k.cf(-std::numeric_limits<float>::infinity());
-              for (int64_t kh = 0; kh < KH; ++kh)
-                for (int64_t kw = 0; kw < KW; ++kw) {
-                  Value ih = k.add(k.mul(oh, k.c(SH)), k.c(kh * DH - PT));
-                  Value iw = k.add(k.mul(ow, k.c(SW)), k.c(kw * DW - PL));
-                  Value ok = k.andi(k.lt(ih, k.c(H)), k.lt(iw, k.c(W)));
+              for (int64_t kh = 0; kh < s.KH; ++kh)
+                for (int64_t kw = 0; kw < s.KW; ++kw) {
+                  Value ih = k.add(k.mul(oh, k.c(s.SH)), k.c(kh * s.DH - s.PT));
+                  Value iw = k.add(k.mul(ow, k.c(s.SW)), k.c(kw * s.DW - s.PL));
+                  Value ok = k.andi(k.lt(ih, k.c(s.H)), k.lt(iw, k.c(s.W)));
                   // Out-of-bounds taps read pixel 0 and are discarded.
                   Value pixel = k.select(
-                      ok, k.add(k.mul(k.add(k.mul(n, k.c(H)), ih), k.c(W)), iw),
+                      ok,
+                      k.add(k.mul(k.add(k.mul(n, k.c(s.H)), ih), k.c(s.W)), iw),
                       k.c(0));
                   Value v = k.load(
                       et,
-                      k.gep(k.arena,
-                            k.add(k.c(X.desc.offset),
-                                  k.mul(k.add(k.mul(pixel,
-                                                    k.c(X.desc.channelStride)),
-                                              ch),
-                                        k.c(es)))));
+                      k.at(X.desc.offset,
+                           k.add(k.mul(pixel, k.c(X.desc.channelStride)), ch),
+                           es));
                   Value mx =
                       X.int8
                           ? bb.create<arith::MaxUIOp>(k.loc, m, v).getResult()
@@ -1020,14 +1001,10 @@ LogicalResult GraphLowering::lowerMaxPool(Operation *op, Value inV,
                   m = k.select(ok, mx, m);
                 }
               Value opix =
-                  k.add(k.mul(k.add(k.mul(n, k.c(OH)), oh), k.c(OW)), ow);
-              k.store(m,
-                      k.gep(k.arena,
-                            k.add(k.c(O.desc.offset),
-                                  k.mul(k.add(k.mul(opix,
-                                                    k.c(O.desc.channelStride)),
-                                              ch),
-                                        k.c(es)))));
+                  k.add(k.mul(k.add(k.mul(n, k.c(s.OH)), oh), k.c(s.OW)), ow);
+              k.store(m, k.at(O.desc.offset,
+                              k.add(k.mul(opix, k.c(O.desc.channelStride)), ch),
+                              es));
             });
           });
         });
@@ -1070,6 +1047,7 @@ LogicalResult GraphLowering::lowerReshape(Operation *op, Value inV) {
     return success();
   }
   // Anything else: plain row-major order is reshape-invariant.
+  // (A rank-2 NHWC tensor without padding already is in that order.)
   int plain = inLayout(in, plan::Layout::Plain, op->getLoc());
   int a = alias(plain, nameOf(res), shape);
   tensors[a].desc.layout = plan::Layout::Plain;
@@ -1081,7 +1059,6 @@ LogicalResult GraphLowering::lowerReshape(Operation *op, Value inV) {
 
 LogicalResult GraphLowering::lowerFloatConv(onnx::ConvOp op) {
   auto inType = cast<RankedTensorType>(op.getX().getType());
-  auto outType = cast<RankedTensorType>(op.getY().getType());
   if (inType.getRank() != 4 || !inType.getElementType().isF32())
     return op.emitError("qatc compiles 2-D f32 convolutions only");
   int in = inLayout(tensorOf(op.getX()), plan::Layout::NHWC, op.getLoc());
@@ -1091,96 +1068,18 @@ LogicalResult GraphLowering::lowerFloatConv(onnx::ConvOp op) {
                         "constant");
   std::vector<float> wf = floatsOf(*w);
   auto ws = cast<ShapedType>(op.getW().getType()).getShape();
-  int64_t OC = ws[0], ICg = ws[1], KH = ws[2], KW = ws[3];
-  int64_t group = op.getGroup(), IC = inType.getShape()[1];
-  int o = newTensor(nameOf(op.getY()), outType.getShape(), false,
-                    plan::Layout::NHWC);
-  valueTensor[op.getY()] = o;
+  int o = resultTensor(op.getY(), plan::Layout::NHWC);
   Epilogue ep;
-  if (op.getB()) {
-    auto b = constantOf(op.getB());
-    if (!b)
-      return op.emitError("the bias of a compiled convolution must be a "
-                          "constant");
-    ep.biasOff = addChannels(floatsOf(*b), OC);
-  }
-  if (auto act = foldableActivation(op.getY())) {
-    ep.hasAct = true;
-    ep.actLo = act->first;
-    ep.actHi = act->second;
-    for (Operation *u : op.getY().getUsers())
-      valueTensor[u->getResult(0)] = o;
-  }
-  auto strides = op.getStrides(), pads = op.getPads(), dil = op.getDilations();
-  auto outShape = outType.getShape();
-  const CTensor &x = tensors[in];
-  if (group == 1) {
-    DenseConvSpec s;
-    s.int8 = false;
-    s.N = outShape[0];
-    s.IC = IC;
-    s.H = inType.getShape()[2];
-    s.W = inType.getShape()[3];
-    s.OC = OC;
-    s.OH = outShape[2];
-    s.OW = outShape[3];
-    s.KH = KH;
-    s.KW = KW;
-    s.SH = strides[0];
-    s.SW = strides[1];
-    s.PT = pads[0];
-    s.PL = pads[1];
-    s.DH = dil[0];
-    s.DW = dil[1];
-    s.inCS = x.desc.channelStride;
-    s.outCS = tensors[o].desc.channelStride;
-    s.padRowOff = padRow(false, 0, IC);
-    s.ep = ep;
-    return denseConv(op, s, in, o, nullptr, &wf, IC, -1);
-  }
-  if (group != IC || OC != IC || ICg != 1)
-    return op.emitError("qatc compiles dense and depthwise convolutions; "
-                        "this one has group=")
-           << group << " (grouped convolution is not implemented yet)";
-  DepthwiseSpec s;
-  s.int8 = false;
-  s.N = outShape[0];
-  s.C = IC;
-  s.H = inType.getShape()[2];
-  s.W = inType.getShape()[3];
-  s.OH = outShape[2];
-  s.OW = outShape[3];
-  s.KH = KH;
-  s.KW = KW;
-  s.SH = strides[0];
-  s.SW = strides[1];
-  s.PT = pads[0];
-  s.PL = pads[1];
-  s.DH = dil[0];
-  s.DW = dil[1];
-  s.inCS = x.desc.channelStride;
-  s.outCS = tensors[o].desc.channelStride;
-  int64_t C16 = roundUp(IC, 16);
-  s.padRowOff = padRow(false, 0, C16);
-  s.ep = ep;
-  std::vector<float> packed(KH * KW * C16, 0.f);
-  for (int64_t c = 0; c < IC; ++c)
-    for (int64_t t = 0; t < KH * KW; ++t)
-      packed[t * C16 + c] = wf[c * KH * KW + t];
-  s.weightOff = addArray(packed);
-  int64_t macs = s.N * s.OH * s.OW * IC * KH * KW;
-  addLayer(op, "fp32-depthwise 1x16", "fp32", macs > 50000, macs, {in}, {o},
-           [=](KB &k) {
-             DepthwiseSpec spec = s;
-             spec.inOff = tensors[in].desc.offset;
-             spec.outOff = tensors[o].desc.offset;
-             emitDepthwise(k, spec);
-           });
-  return success();
+  if (op.getB() &&
+      failed(addChannelConstant(op, op.getB(), "bias", ws[0], ep.biasOff)))
+    return failure();
+  foldActivation(op.getY(), o, ep);
+  return lowerConv(op, false, in, o, ws, op.getGroup(), op.getStrides(),
+                   op.getPads(), op.getDilations(), ep, -1, -1,
+                   [wf](int64_t i) -> double { return wf[i]; });
 }
 
 LogicalResult GraphLowering::lowerGemm(onnx::GemmOp op) {
-  auto aType = cast<RankedTensorType>(op.getA().getType());
   if (op.getTransA() || op.getAlpha().convertToFloat() != 1.f ||
       op.getBeta().convertToFloat() != 1.f)
     return op.emitError("qatc compiles Gemm with alpha=1, beta=1, transA=0 "
@@ -1190,15 +1089,10 @@ LogicalResult GraphLowering::lowerGemm(onnx::GemmOp op) {
     return op.emitError("qatc compiles Gemm with a constant B only");
   std::vector<float> wf = floatsOf(*w);
   int in = tensorOf(op.getA());
-  const CTensor x = tensors[in];
   auto bs = cast<ShapedType>(op.getB().getType()).getShape();
   bool tr = op.getTransB();
   int64_t K = tr ? bs[1] : bs[0], N = tr ? bs[0] : bs[1];
-  int64_t M = aType.getShape()[0];
-  auto outType = cast<RankedTensorType>(op.getY().getType());
-  int o = newTensor(nameOf(op.getY()), outType.getShape(), false,
-                    plan::Layout::Plain);
-  valueTensor[op.getY()] = o;
+  int o = resultTensor(op.getY(), plan::Layout::Plain);
   Epilogue ep;
   if (op.getC()) {
     auto b = constantOf(op.getC());
@@ -1211,44 +1105,11 @@ LogicalResult GraphLowering::lowerGemm(onnx::GemmOp op) {
       return op.emitError("qatc compiles Gemm with a per-column C only");
     ep.biasOff = addChannels(bias, N);
   }
-  if (auto act = foldableActivation(op.getY())) {
-    ep.hasAct = true;
-    ep.actLo = act->first;
-    ep.actHi = act->second;
-    for (Operation *u : op.getY().getUsers())
-      valueTensor[u->getResult(0)] = o;
-  }
-  int64_t kPhys =
-      x.flat ? x.fH * x.fW * x.fCS
-             : (x.desc.layout == plan::Layout::NHWC ? x.desc.channelStride : K);
-  // Weights as [N][kPhys][1][1] in ONNX conv order.
-  std::vector<float> packed(N * kPhys, 0.f);
-  for (int64_t n = 0; n < N; ++n)
-    for (int64_t kp = 0; kp < kPhys; ++kp) {
-      int64_t kl = kp;
-      if (x.flat) {
-        int64_t pix = kp / x.fCS, c = kp % x.fCS;
-        kl = c < x.fC ? c * x.fH * x.fW + pix : -1;
-      } else if (kp >= K) {
-        kl = -1;
-      }
-      if (kl >= 0)
-        packed[n * kPhys + kp] = wf[tr ? n * K + kl : kl * N + n];
-    }
-  DenseConvSpec s;
-  s.int8 = false;
-  s.N = 1;
-  s.IC = kPhys;
-  s.H = 1;
-  s.W = M;
-  s.OC = N;
-  s.OH = 1;
-  s.OW = M;
-  s.inCS = kPhys;
-  s.outCS = N;
-  s.padRowOff = padRow(false, 0, kPhys);
-  s.ep = ep;
-  return denseConv(op, s, in, o, nullptr, &packed, K, -1);
+  foldActivation(op.getY(), o, ep);
+  return matrixProduct(op, false, in, o, K, N, ep, -1,
+                       [wf, tr, K, N](int64_t n, int64_t k) -> double {
+                         return wf[tr ? n * K + k : k * N + n];
+                       });
 }
 
 LogicalResult GraphLowering::lowerGlobalAvgPool(onnx::GlobalAveragePoolOp op) {
@@ -1256,31 +1117,26 @@ LogicalResult GraphLowering::lowerGlobalAvgPool(onnx::GlobalAveragePoolOp op) {
   if (rt.getRank() != 4)
     return op.emitError("qatc compiles 2-D global pooling only");
   int in = inLayout(tensorOf(op.getX()), plan::Layout::NHWC, op.getLoc());
-  int o =
-      newTensor(nameOf(op.getY()), rt.getShape(), false, plan::Layout::NHWC);
-  valueTensor[op.getY()] = o;
-  const CTensor x = tensors[in];
+  int o = resultTensor(op.getY(), plan::Layout::NHWC);
+  const CTensor &x = tensors[in];
   int64_t N = x.dim(0), C = x.dim(1), HW = x.dim(2) * x.dim(3);
   addLayer(op, "fp32-global-avgpool", "fp32", false, 0, {in}, {o}, [=](KB &k) {
     const CTensor &X = tensors[in], &O = tensors[o];
     OpBuilder &bb = k.b;
     k.loop(k.c(0), k.c(N), 1, [&](Value n) {
       k.loop(k.c(0), k.c(C), 1, [&](Value ch) {
-        SmallVector<Value> sum = k.loop(
-            k.c(0), k.c(HW), 1, ValueRange{k.cf(0.f)},
-            [&](Value p, ValueRange acc) -> SmallVector<Value> {
-              Value idx = k.add(
-                  k.mul(k.add(k.mul(n, k.c(HW)), p), k.c(X.desc.channelStride)),
-                  ch);
-              Value v =
-                  k.load(k.f32, k.gep(k.arena, k.add(k.c(X.desc.offset),
-                                                     k.mul(idx, k.c(4)))));
-              return {bb.create<arith::AddFOp>(k.loc, acc[0], v)};
-            });
+        SmallVector<Value> sum =
+            k.loop(k.c(0), k.c(HW), 1, ValueRange{k.cf(0.f)},
+                   [&](Value p, ValueRange acc) -> SmallVector<Value> {
+                     Value idx = k.add(k.mul(k.add(k.mul(n, k.c(HW)), p),
+                                             k.c(X.desc.channelStride)),
+                                       ch);
+                     Value v = k.load(k.f32, k.at(X.desc.offset, idx, 4));
+                     return {bb.create<arith::AddFOp>(k.loc, acc[0], v)};
+                   });
         Value mean = bb.create<arith::DivFOp>(k.loc, sum[0], k.cf(float(HW)));
-        Value idx = k.add(k.mul(n, k.c(O.desc.channelStride)), ch);
-        k.store(mean,
-                k.gep(k.arena, k.add(k.c(O.desc.offset), k.mul(idx, k.c(4)))));
+        k.store(mean, k.at(O.desc.offset,
+                           k.add(k.mul(n, k.c(O.desc.channelStride)), ch), 4));
       });
     });
   });
@@ -1393,8 +1249,14 @@ LogicalResult GraphLowering::run() {
       return failure();
   }
 
-  // Arena: greedy by size, first fit against storages alive at the same
-  // time (graph inputs from before the first layer, outputs to the end).
+  planArena();
+  emitLayers();
+  return success();
+}
+
+void GraphLowering::planArena() {
+  // Greedy by size, first fit against storages alive at the same time
+  // (graph inputs from before the first layer, outputs to the end).
   std::vector<int> order(storages.size());
   for (size_t i = 0; i < order.size(); ++i)
     order[i] = i;
@@ -1432,8 +1294,9 @@ LogicalResult GraphLowering::run() {
       out.manifest.tensors[t.manifestIndex].bytes = storages[t.storage].bytes;
     }
   }
+}
 
-  // Emit one function per layer.
+void GraphLowering::emitLayers() {
   MLIRContext *ctx = func.getContext();
   OpBuilder b(ctx);
   out.kernels = ModuleOp::create(func.getLoc());
@@ -1451,7 +1314,6 @@ LogicalResult GraphLowering::run() {
     fb.create<func::ReturnOp>(l.loc);
     out.manifest.layers.push_back(l.desc);
   }
-  return success();
 }
 
 } // namespace

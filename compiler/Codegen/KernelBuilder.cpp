@@ -22,7 +22,6 @@ KB::KB(OpBuilder &b, Location loc, Value arena, Value weights, Value tid,
        Value nthreads)
     : b(b), loc(loc), arena(arena), weights(weights), tid(tid),
       nthreads(nthreads) {
-  i1 = b.getI1Type();
   i8 = b.getI8Type();
   i32 = b.getI32Type();
   i64 = b.getI64Type();
@@ -31,7 +30,6 @@ KB::KB(OpBuilder &b, Location loc, Value arena, Value weights, Value tid,
 }
 
 Value KB::c(int64_t v) { return b.create<arith::ConstantIntOp>(loc, v, 64); }
-Value KB::ci32(int64_t v) { return b.create<arith::ConstantIntOp>(loc, v, 32); }
 Value KB::cf(float v) {
   return b.create<arith::ConstantFloatOp>(loc, llvm::APFloat(v),
                                           b.getF32Type());
@@ -124,6 +122,53 @@ std::pair<Value, Value> KB::share(int64_t total) {
   return {begin, end};
 }
 
+Value KB::at(int64_t offset, Value index, int64_t elemBytes) {
+  return gep(arena, add(c(offset), mul(index, c(elemBytes))));
+}
+
+Value KB::floatLike(Type like, float v) {
+  if (auto vt = dyn_cast<VectorType>(like))
+    return splatF(v, vt.getNumElements());
+  return cf(v);
+}
+
+/// `like` (a scalar or vector type) with element type `elem`.
+static Type withElement(Type like, Type elem) {
+  if (auto vt = dyn_cast<VectorType>(like))
+    return VectorType::get(vt.getShape(), elem);
+  return elem;
+}
+
+/// An integer constant of type `t` (a scalar or vector type).
+static Value intConst(KB &k, Type t, int64_t v) {
+  if (auto vt = dyn_cast<VectorType>(t))
+    return k.splatI(v, vt.getNumElements(), vt.getElementType());
+  return k.b.create<arith::ConstantIntOp>(k.loc, v, t.getIntOrFloatBitWidth());
+}
+
+Value KB::quantize(Value y, float scale, int64_t zp, int64_t qmin,
+                   int64_t qmax) {
+  Type t = y.getType();
+  Value q = b.create<arith::DivFOp>(loc, y, floatLike(t, scale));
+  q = b.create<arith::MaximumFOp>(loc, q,
+                                  floatLike(t, static_cast<float>(qmin - zp)));
+  q = b.create<arith::MinimumFOp>(loc, q,
+                                  floatLike(t, static_cast<float>(qmax - zp)));
+  q = b.create<math::RoundEvenOp>(loc, q);
+  Type ti32 = withElement(t, i32);
+  Value qi = b.create<arith::FPToSIOp>(loc, ti32, q);
+  qi = b.create<arith::AddIOp>(loc, qi, intConst(*this, ti32, zp));
+  return b.create<arith::TruncIOp>(loc, withElement(t, i8), qi);
+}
+
+Value KB::dequantize(Value q, int64_t zp, float scale) {
+  Type t = q.getType(), ti32 = withElement(t, i32);
+  Value qi = b.create<arith::ExtUIOp>(loc, ti32, q);
+  qi = b.create<arith::SubIOp>(loc, qi, intConst(*this, ti32, zp));
+  Value f = b.create<arith::SIToFPOp>(loc, withElement(t, f32), qi);
+  return b.create<arith::MulFOp>(loc, f, floatLike(t, scale));
+}
+
 Value qatc::codegen::emitDot4(KB &k, Isa isa, Value acc, Value a, Value w) {
   OpBuilder &b = k.b;
   auto v16 = VectorType::get({16}, k.i32);
@@ -202,14 +247,10 @@ void qatc::codegen::emitEpilogue(KB &k, const Epilogue &ep, Value acc, Value c0,
   if (ep.hasAct)
     y = clamp(y, ep.actLo, ep.actHi);
   if (ep.hasResidual) {
-    auto v16i8 = VectorType::get({16}, k.i8);
-    auto v16i32 = VectorType::get({16}, k.i32);
-    Value r = k.maskedLoad(v16i8, res, mask, k.splatI(0, 16, k.i8));
-    Value ri = b.create<arith::ExtUIOp>(k.loc, v16i32, r);
-    ri = b.create<arith::SubIOp>(k.loc, ri, k.splatI(ep.resZp, 16, k.i32));
-    Value rf = b.create<arith::SIToFPOp>(k.loc, vf, ri);
-    rf = b.create<arith::MulFOp>(k.loc, rf, k.splatF(ep.resScale, 16));
-    y = b.create<arith::AddFOp>(k.loc, y, rf);
+    Value r = k.maskedLoad(VectorType::get({16}, k.i8), res, mask,
+                           k.splatI(0, 16, k.i8));
+    y = b.create<arith::AddFOp>(k.loc, y,
+                                k.dequantize(r, ep.resZp, ep.resScale));
   }
   if (ep.hasPost)
     y = clamp(y, ep.postLo, ep.postHi);
@@ -217,25 +258,42 @@ void qatc::codegen::emitEpilogue(KB &k, const Epilogue &ep, Value acc, Value c0,
     k.maskedStore(y, out, mask);
     return;
   }
-  // QuantizeLinear: divide in f32, round half to even, add the zero point,
-  // saturate. Clamping to the integer bounds before rounding gives the same
-  // result and keeps fptosi in range.
-  Value q = b.create<arith::DivFOp>(k.loc, y, k.splatF(ep.outScale, 16));
-  q = clamp(q, static_cast<float>(ep.qmin - ep.outZp),
-            static_cast<float>(ep.qmax - ep.outZp));
-  q = b.create<math::RoundEvenOp>(k.loc, q);
-  auto v16i32 = VectorType::get({16}, k.i32);
-  Value qi = b.create<arith::FPToSIOp>(k.loc, v16i32, q);
-  qi = b.create<arith::AddIOp>(k.loc, qi, k.splatI(ep.outZp, 16, k.i32));
-  Value q8 = b.create<arith::TruncIOp>(k.loc, VectorType::get({16}, k.i8), qi);
-  k.maskedStore(q8, out, mask);
+  // QuantizeLinear's arithmetic (KB::quantize); clamping to the integer
+  // bounds before rounding gives the same result as saturating after, and
+  // keeps fptosi in range.
+  k.maskedStore(k.quantize(y, ep.outScale, ep.outZp, ep.qmin, ep.qmax), out,
+                mask);
 }
+
+namespace {
+
+/// The address of input pixel (n, ih, iw) of `s`, or of the padding row
+/// when it lies outside the image (`rowOk`: ih is inside).
+Value tapPointer(KB &k, const ConvSpec &s, Value n, Value ih, Value iw,
+                 Value rowOk, Value padRow) {
+  Value ok = k.andi(rowOk, k.lt(iw, k.c(s.W)));
+  Value pixel = k.add(k.mul(k.add(k.mul(n, k.c(s.H)), ih), k.c(s.W)), iw);
+  return k.select(ok, k.at(s.inOff, pixel, s.inCS * (s.int8 ? 1 : 4)), padRow);
+}
+
+/// The epilogue of 16 channels from `c` of output pixel `pix` (flat
+/// N*OH*OW index) of `s`.
+void epilogueAt(KB &k, const ConvSpec &s, Value acc, Value pix, Value c,
+                Value mask) {
+  Value channel = k.add(k.mul(pix, k.c(s.outCS)), c);
+  Value out = k.at(s.outOff, channel, s.ep.quantOut ? 1 : 4);
+  Value res;
+  if (s.ep.hasResidual)
+    res = k.at(s.ep.resOff, k.add(k.mul(pix, k.c(s.ep.resCS)), c), 1);
+  emitEpilogue(k, s.ep, acc, c, mask, out, res);
+}
+
+} // namespace
 
 void qatc::codegen::emitDenseConv(KB &k, Isa isa, const DenseConvSpec &s) {
   OpBuilder &b = k.b;
   const int64_t NB = s.NV * 16;
   const int64_t blocks = (s.OC + NB - 1) / NB;
-  const int64_t inEs = s.int8 ? 1 : 4, outEs = s.ep.quantOut ? 1 : 4;
   // K steps per tap: dwords of 4 channels (int8) or single floats.
   const int64_t KS = s.int8 ? s.inCS / 4 : s.IC;
   const int64_t blockBytes = s.KH * s.KW * KS * NB * 4;
@@ -251,7 +309,6 @@ void qatc::codegen::emitDenseConv(KB &k, Isa isa, const DenseConvSpec &s) {
         k.gep(k.weights, k.add(k.c(s.weightOff), k.mul(blk, k.c(blockBytes))));
     Value ihBase = k.sub(k.mul(oh, k.c(s.SH)), k.c(s.PT));
     Value padRow = k.gep(k.weights, s.padRowOff);
-    Value rowBase = k.mul(n, k.c(s.H));
 
     auto tile = [&](int64_t mr, Value ow0) {
       SmallVector<Value> init;
@@ -275,12 +332,7 @@ void qatc::codegen::emitDenseConv(KB &k, Isa isa, const DenseConvSpec &s) {
                     Value iw = k.add(
                         k.add(k.mul(ow0, k.c(s.SW)), k.c(m * s.SW - s.PL)),
                         k.mul(kw, k.c(s.DW)));
-                    Value ok = k.andi(rowOk, k.lt(iw, k.c(s.W)));
-                    Value off = k.add(
-                        k.c(s.inOff),
-                        k.mul(k.add(k.mul(k.add(rowBase, ih), k.c(s.W)), iw),
-                              k.c(s.inCS * inEs)));
-                    px.push_back(k.select(ok, k.gep(k.arena, off), padRow));
+                    px.push_back(tapPointer(k, s, n, ih, iw, rowOk, padRow));
                   }
                   Value tap = k.add(k.mul(kh, k.c(s.KW)), kw);
                   Value wTap = k.gep(wBlk, k.mul(tap, k.c(KS * NB * 4)));
@@ -314,15 +366,7 @@ void qatc::codegen::emitDenseConv(KB &k, Isa isa, const DenseConvSpec &s) {
         for (int64_t m = 0; m < mr; ++m) {
           Value pix = k.add(k.mul(k.add(k.mul(n, k.c(s.OH)), oh), k.c(s.OW)),
                             k.add(ow0, k.c(m)));
-          Value out = k.gep(
-              k.arena,
-              k.add(k.c(s.outOff),
-                    k.mul(k.add(k.mul(pix, k.c(s.outCS)), c), k.c(outEs))));
-          Value res;
-          if (s.ep.hasResidual)
-            res = k.gep(k.arena, k.add(k.c(s.ep.resOff),
-                                       k.add(k.mul(pix, k.c(s.ep.resCS)), c)));
-          emitEpilogue(k, s.ep, accs[m * s.NV + v], c, mask, out, res);
+          epilogueAt(k, s, accs[m * s.NV + v], pix, c, mask);
         }
       }
     };
@@ -338,7 +382,7 @@ void qatc::codegen::emitDenseConv(KB &k, Isa isa, const DenseConvSpec &s) {
 void qatc::codegen::emitDepthwise(KB &k, const DepthwiseSpec &s) {
   OpBuilder &b = k.b;
   const int64_t C16 = (s.C + 15) / 16 * 16;
-  const int64_t inEs = s.int8 ? 1 : 4, outEs = s.ep.quantOut ? 1 : 4;
+  const int64_t inEs = s.int8 ? 1 : 4;
   auto elemIn = s.int8 ? k.i8 : k.f32;
   auto vIn = VectorType::get({16}, elemIn);
   auto vAcc = VectorType::get({16}, s.int8 ? k.i32 : k.f32);
@@ -354,12 +398,7 @@ void qatc::codegen::emitDepthwise(KB &k, const DepthwiseSpec &s) {
         for (int64_t kw = 0; kw < s.KW; ++kw) {
           Value ih = k.add(k.mul(oh, k.c(s.SH)), k.c(kh * s.DH - s.PT));
           Value iw = k.add(k.mul(ow, k.c(s.SW)), k.c(kw * s.DW - s.PL));
-          Value ok = k.andi(k.lt(ih, k.c(s.H)), k.lt(iw, k.c(s.W)));
-          Value off = k.add(
-              k.c(s.inOff),
-              k.mul(k.add(k.mul(k.add(k.mul(n, k.c(s.H)), ih), k.c(s.W)), iw),
-                    k.c(s.inCS * inEs)));
-          px.push_back(k.select(ok, k.gep(k.arena, off), padRow));
+          px.push_back(tapPointer(k, s, n, ih, iw, k.lt(ih, k.c(s.H)), padRow));
         }
       Value pix = k.add(k.mul(k.add(k.mul(n, k.c(s.OH)), oh), k.c(s.OW)), ow);
       k.loop(k.c(0), k.c(s.C), 16, [&](Value c0) {
@@ -384,15 +423,7 @@ void qatc::codegen::emitDepthwise(KB &k, const DepthwiseSpec &s) {
             acc = b.create<vector::FMAOp>(k.loc, x, w, acc);
           }
         }
-        Value out = k.gep(
-            k.arena,
-            k.add(k.c(s.outOff),
-                  k.mul(k.add(k.mul(pix, k.c(s.outCS)), c0), k.c(outEs))));
-        Value res;
-        if (s.ep.hasResidual)
-          res = k.gep(k.arena, k.add(k.c(s.ep.resOff),
-                                     k.add(k.mul(pix, k.c(s.ep.resCS)), c0)));
-        emitEpilogue(k, s.ep, acc, c0, mask, out, res);
+        epilogueAt(k, s, acc, pix, c0, mask);
       });
     });
   });

@@ -33,10 +33,9 @@ public:
   mlir::OpBuilder &b;
   mlir::Location loc;
   mlir::Value arena, weights, tid, nthreads;
-  mlir::Type i1, i8, i32, i64, f32, ptr;
+  mlir::Type i8, i32, i64, f32, ptr;
 
   mlir::Value c(int64_t v);
-  mlir::Value ci32(int64_t v);
   mlir::Value cf(float v);
   mlir::Value add(mlir::Value a, mlir::Value b);
   mlir::Value sub(mlir::Value a, mlir::Value b);
@@ -73,6 +72,19 @@ public:
            body);
   /// This thread's share [begin, end) of `total` work items.
   std::pair<mlir::Value, mlir::Value> share(int64_t total);
+
+  /// The arena address of element `index` of `elemBytes` bytes of the
+  /// tensor at arena offset `offset`.
+  mlir::Value at(int64_t offset, mlir::Value index, int64_t elemBytes);
+  /// A float constant shaped like `like` (a scalar or a vector type).
+  mlir::Value floatLike(mlir::Type like, float v);
+  /// QuantizeLinear of f32 `y` (scalar or vector) to the stored domain:
+  /// `y / scale`, clamped to [qmin, qmax] - zp, rounded half to even, + zp;
+  /// i8 of y's shape.
+  mlir::Value quantize(mlir::Value y, float scale, int64_t zp, int64_t qmin,
+                       int64_t qmax);
+  /// DequantizeLinear of stored u8 `q` (scalar or vector): (q - zp) * scale.
+  mlir::Value dequantize(mlir::Value q, int64_t zp, float scale);
 };
 
 /// acc + dot4(u8 a, s8 b) per i32 lane (vpdpbusd semantics, exact: no
@@ -82,9 +94,6 @@ mlir::Value emitDot4(KB &k, Isa isa, mlir::Value acc, mlir::Value a,
                      mlir::Value b);
 
 /// The requantizing / float epilogue of conv, matmul and add.
-struct Epilogue;
-void emitEpilogue(KB &k, const Epilogue &ep, mlir::Value acc, mlir::Value c0,
-                  mlir::Value mask, mlir::Value out, mlir::Value res);
 struct Epilogue {
   bool quantOut = false; ///< else f32 out
   int64_t multOff = -1;  ///< f32[c] accumulator scale (weights blob)
@@ -101,32 +110,37 @@ struct Epilogue {
   float outScale = 1;
   int64_t outZp = 0, qmin = 0, qmax = 255; ///< stored domain
 };
+/// Applies `ep` to the 16 channels from `c0` of accumulators `acc` and
+/// stores the lanes of `mask` at `out`; `res` points at the residual's 16
+/// channels when the epilogue has one.
+void emitEpilogue(KB &k, const Epilogue &ep, mlir::Value acc, mlir::Value c0,
+                  mlir::Value mask, mlir::Value out, mlir::Value res);
 
-/// A dense (group = 1) convolution over NHWC tensors; Gemm / MatMul are
-/// 1x1 convolutions over a 1 x M image.
-struct DenseConvSpec {
+/// What the dense and the depthwise kernels share: a 2-D window over NHWC
+/// tensors, their place in the arena and the weights blob, the epilogue.
+struct ConvSpec {
   bool int8 = true;
-  int64_t N = 1, IC = 0, H = 1, W = 1, OC = 0, OH = 1, OW = 1, KH = 1, KW = 1,
-          SH = 1, SW = 1, PT = 0, PL = 0, DH = 1, DW = 1;
+  int64_t N = 1, H = 1, W = 1, OH = 1, OW = 1, KH = 1, KW = 1, SH = 1, SW = 1,
+          PT = 0, PL = 0, DH = 1, DW = 1;
   int64_t inOff = 0, inCS = 0, outOff = 0, outCS = 0;
-  int64_t weightOff = 0;  ///< packed [blk][kh][kw][k][NB] (see Lowering)
-  int64_t corrOff = -1;   ///< i32[c] initial accumulators (int8)
-  int64_t padRowOff = 0;  ///< a row holding the padding value
-  int64_t NV = 4, MR = 6; ///< tile: MR pixels x NV*16 channels
+  int64_t weightOff = 0; ///< packed weights (layout per kernel)
+  int64_t corrOff = -1;  ///< i32[c] initial accumulators (int8)
+  int64_t padRowOff = 0; ///< a row holding the padding value
   Epilogue ep;
+};
+
+/// A dense (group = 1) convolution; Gemm / MatMul are 1x1 convolutions over
+/// a 1 x M image. Weights packed [blk][kh][kw][k][NB].
+struct DenseConvSpec : ConvSpec {
+  int64_t IC = 0, OC = 0;
+  int64_t NV = 4, MR = 6; ///< tile: MR pixels x NV*16 channels
 };
 void emitDenseConv(KB &k, Isa isa, const DenseConvSpec &s);
 
-/// Depthwise convolution (group = channels, one filter each), NHWC.
-struct DepthwiseSpec {
-  bool int8 = true;
-  int64_t N = 1, C = 0, H = 1, W = 1, OH = 1, OW = 1, KH = 1, KW = 1, SH = 1,
-          SW = 1, PT = 0, PL = 0, DH = 1, DW = 1;
-  int64_t inOff = 0, inCS = 0, outOff = 0, outCS = 0;
-  int64_t weightOff = 0; ///< [kh][kw][C16] i8 or f32
-  int64_t corrOff = -1;
-  int64_t padRowOff = 0;
-  Epilogue ep;
+/// Depthwise convolution (group = channels, one filter each). Weights
+/// [kh][kw][C16], i8 or f32.
+struct DepthwiseSpec : ConvSpec {
+  int64_t C = 0;
 };
 void emitDepthwise(KB &k, const DepthwiseSpec &s);
 
