@@ -57,12 +57,73 @@ std::unique_ptr<llvm::TargetMachine> makeTargetMachine(const Target &t,
   return tm;
 }
 
+/// Runs LLVM's code generator on `module` into `out`.
+LogicalResult emitFile(llvm::TargetMachine &tm, llvm::Module &module,
+                       llvm::CodeGenFileType type, llvm::SmallString<0> &out,
+                       std::string &error) {
+  llvm::raw_svector_ostream os(out);
+  llvm::legacy::PassManager cg;
+  if (tm.addPassesToEmitFile(cg, os, nullptr, type)) {
+    error = "this LLVM cannot emit this kind of file for the target";
+    return failure();
+  }
+  cg.run(module);
+  return success();
+}
+
+/// Links object code into a shared object with the system linker.
+LogicalResult linkSharedObject(llvm::StringRef obj, std::vector<uint8_t> &so,
+                               std::string &error) {
+  llvm::SmallString<128> objPath, soPath;
+  int fd;
+  if (llvm::sys::fs::createTemporaryFile("qatc-kernels", "o", fd, objPath) ||
+      llvm::sys::fs::createTemporaryFile("qatc-kernels", "so", soPath)) {
+    error = "cannot create temporary files for linking";
+    return failure();
+  }
+  {
+    llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
+    os << obj;
+  }
+  auto cleanup = [&] {
+    llvm::sys::fs::remove(objPath);
+    llvm::sys::fs::remove(soPath);
+  };
+  auto ld = llvm::sys::findProgramByName("ld");
+  if (!ld) {
+    cleanup();
+    error = "qatc needs the system linker 'ld' (Debian package binutils) to "
+            "link plan code";
+    return failure();
+  }
+  std::string errMsg;
+  llvm::SmallVector<llvm::StringRef> args = {
+      *ld,  "-shared",     "--hash-style=gnu",
+      "-z", "noexecstack", "--build-id=none",
+      "-o", soPath,        objPath};
+  int rc =
+      llvm::sys::ExecuteAndWait(*ld, args, std::nullopt, {}, 0, 0, &errMsg);
+  if (rc != 0) {
+    cleanup();
+    error = "linking the plan's code failed (ld exit " + std::to_string(rc) +
+            (errMsg.empty() ? "" : ": " + errMsg) + ")";
+    return failure();
+  }
+  auto buf = llvm::MemoryBuffer::getFile(soPath);
+  cleanup();
+  if (!buf) {
+    error = "cannot read the linked code";
+    return failure();
+  }
+  so.assign((*buf)->getBufferStart(), (*buf)->getBufferEnd());
+  return success();
+}
+
 } // namespace
 
 LogicalResult qatc::codegen::compileKernels(ModuleOp kernels, const Target &t,
-                                            std::vector<uint8_t> &so,
-                                            std::string *llvmIR,
-                                            std::string *assembly,
+                                            KernelOutput what,
+                                            std::vector<uint8_t> &bytes,
                                             std::string &error) {
   MLIRContext *ctx = kernels.getContext();
   PassManager pm(ctx);
@@ -121,76 +182,24 @@ LogicalResult qatc::codegen::compileKernels(ModuleOp kernels, const Target &t,
         pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
     mpm.run(*module, mam);
   }
-  if (llvmIR) {
-    llvm::raw_string_ostream os(*llvmIR);
-    module->print(os, nullptr);
-  }
-  if (assembly) {
-    llvm::SmallString<0> buf;
+  llvm::SmallString<0> buf;
+  switch (what) {
+  case KernelOutput::LLVMIR: {
     llvm::raw_svector_ostream os(buf);
-    llvm::legacy::PassManager cg;
-    if (tm->addPassesToEmitFile(cg, os, nullptr,
-                                llvm::CodeGenFileType::AssemblyFile)) {
-      error = "this LLVM cannot emit assembly for the target";
+    module->print(os, nullptr);
+    break;
+  }
+  case KernelOutput::Assembly:
+    if (failed(emitFile(*tm, *module, llvm::CodeGenFileType::AssemblyFile, buf,
+                        error)))
       return failure();
-    }
-    cg.run(*module);
-    *assembly = std::string(buf.str());
-  }
-  llvm::SmallString<0> obj;
-  {
-    llvm::raw_svector_ostream os(obj);
-    llvm::legacy::PassManager cg;
-    if (tm->addPassesToEmitFile(cg, os, nullptr,
-                                llvm::CodeGenFileType::ObjectFile)) {
-      error = "this LLVM cannot emit object files for the target";
+    break;
+  case KernelOutput::SharedObject:
+    if (failed(emitFile(*tm, *module, llvm::CodeGenFileType::ObjectFile, buf,
+                        error)))
       return failure();
-    }
-    cg.run(*module);
+    return linkSharedObject(buf.str(), bytes, error);
   }
-
-  // Link into a shared object with the system linker.
-  llvm::SmallString<128> objPath, soPath;
-  int fd;
-  if (llvm::sys::fs::createTemporaryFile("qatc-kernels", "o", fd, objPath) ||
-      llvm::sys::fs::createTemporaryFile("qatc-kernels", "so", soPath)) {
-    error = "cannot create temporary files for linking";
-    return failure();
-  }
-  {
-    llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
-    os.write(obj.data(), obj.size());
-  }
-  auto cleanup = [&] {
-    llvm::sys::fs::remove(objPath);
-    llvm::sys::fs::remove(soPath);
-  };
-  auto ld = llvm::sys::findProgramByName("ld");
-  if (!ld) {
-    cleanup();
-    error = "qatc needs the system linker 'ld' (Debian package binutils) to "
-            "link plan code";
-    return failure();
-  }
-  std::string errMsg;
-  llvm::SmallVector<llvm::StringRef> args = {
-      *ld,  "-shared",     "--hash-style=gnu",
-      "-z", "noexecstack", "--build-id=none",
-      "-o", soPath,        objPath};
-  int rc =
-      llvm::sys::ExecuteAndWait(*ld, args, std::nullopt, {}, 0, 0, &errMsg);
-  if (rc != 0) {
-    cleanup();
-    error = "linking the plan's code failed (ld exit " + std::to_string(rc) +
-            (errMsg.empty() ? "" : ": " + errMsg) + ")";
-    return failure();
-  }
-  auto buf = llvm::MemoryBuffer::getFile(soPath);
-  cleanup();
-  if (!buf) {
-    error = "cannot read the linked code";
-    return failure();
-  }
-  so.assign((*buf)->getBufferStart(), (*buf)->getBufferEnd());
+  bytes.assign(buf.begin(), buf.end());
   return success();
 }

@@ -116,11 +116,14 @@ int qatc::driver::runCompile() {
   }
   using Clock = std::chrono::steady_clock;
   auto t0 = Clock::now();
-  auto stage = [&](const char *what) {
-    if (emit.empty() || emit == "plan")
-      llvm::errs() << llvm::format(
-          "[%6.2f s] %s\n",
-          std::chrono::duration<double>(Clock::now() - t0).count(), what);
+  // Progress lines, for plans only (the other outputs may go to stdout).
+  auto stage = [&](const llvm::Twine &step) {
+    if (what == "plan")
+      llvm::errs()
+          << llvm::format(
+                 "[%6.2f s] ",
+                 std::chrono::duration<double>(Clock::now() - t0).count())
+          << step << "\n";
   };
   OnnxDiagnosticHandler handler(&ctx, llvm::errs());
   OwningOpRef<ModuleOp> module =
@@ -171,21 +174,21 @@ int qatc::driver::runCompile() {
     os << "\n";
     return writeText(text);
   }
-  stage(("compiling " + std::to_string(graph.manifest.layers.size()) +
-         " layers with LLVM for " + target.name)
-            .c_str());
+  stage("compiling " + llvm::Twine(graph.manifest.layers.size()) +
+        " layers with LLVM for " + target.name);
   std::vector<uint8_t> code;
-  std::string ir, assembly;
-  if (failed(codegen::compileKernels(
-          *graph.kernels, target, code, what == "llvm" ? &ir : nullptr,
-          what == "asm" ? &assembly : nullptr, error))) {
+  codegen::KernelOutput kind = what == "llvm" ? codegen::KernelOutput::LLVMIR
+                               : what == "asm"
+                                   ? codegen::KernelOutput::Assembly
+                                   : codegen::KernelOutput::SharedObject;
+  if (failed(
+          codegen::compileKernels(*graph.kernels, target, kind, code, error))) {
     llvm::errs() << modelPath << ": error: " << error << "\n";
     return 1;
   }
-  if (what == "llvm")
-    return writeText(ir);
-  if (what == "asm")
-    return writeText(assembly);
+  if (kind != codegen::KernelOutput::SharedObject)
+    return writeText(llvm::StringRef(
+        reinterpret_cast<const char *>(code.data()), code.size()));
   std::vector<uint8_t> bytes =
       codegen::writePlan(graph.manifest, graph.weights, code, target);
   std::string path = outputPath;
@@ -204,11 +207,10 @@ int qatc::driver::runCompile() {
     }
     os.write(reinterpret_cast<const char *>(bytes.data()), bytes.size());
   }
-  stage(("wrote " + path + " (" + std::to_string(bytes.size() / 1024) +
-         " KiB: " + std::to_string(graph.manifest.layers.size()) +
-         " layers, weights " + std::to_string(graph.weights.size() / 1024) +
-         " KiB, code " + std::to_string(code.size() / 1024) + " KiB, arena " +
-         std::to_string(graph.manifest.arenaBytes / 1024) + " KiB)")
-            .c_str());
+  stage("wrote " + path + " (" + llvm::Twine(bytes.size() / 1024) +
+        " KiB: " + llvm::Twine(graph.manifest.layers.size()) +
+        " layers, weights " + llvm::Twine(graph.weights.size() / 1024) +
+        " KiB, code " + llvm::Twine(code.size() / 1024) + " KiB, arena " +
+        llvm::Twine(graph.manifest.arenaBytes / 1024) + " KiB)");
   return 0;
 }

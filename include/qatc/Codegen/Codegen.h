@@ -53,11 +53,15 @@ struct LoweredGraph {
 mlir::LogicalResult lowerGraph(mlir::func::FuncOp func, const Target &target,
                                LoweredGraph &out);
 
-/// Compiles the kernels module to a shared object (bytes). `llvmIR` / `asm`
-/// receive the LLVM IR / assembly when not null.
+/// What compileKernels produces.
+enum class KernelOutput { SharedObject, LLVMIR, Assembly };
+
+/// Compiles the kernels module with LLVM (-O3 for the target) into `bytes`:
+/// a shared object (linked by the system `ld`), or the LLVM IR or assembly
+/// text.
 mlir::LogicalResult compileKernels(mlir::ModuleOp kernels, const Target &target,
-                                   std::vector<uint8_t> &sharedObject,
-                                   std::string *llvmIR, std::string *assembly,
+                                   KernelOutput what,
+                                   std::vector<uint8_t> &bytes,
                                    std::string &error);
 
 /// Serializes a plan (header, manifest, weights, code) into bytes.
