@@ -86,15 +86,6 @@ std::string joinInts(const std::vector<int> &v) {
   return s;
 }
 
-std::string shapeText(const std::vector<int64_t> &shape) {
-  if (shape.empty())
-    return "scalar";
-  std::string s;
-  for (size_t i = 0; i < shape.size(); ++i)
-    s += (i ? "x" : "") + std::to_string(shape[i]);
-  return s;
-}
-
 bool parseInt(const std::string &s, int64_t &v) {
   if (s.empty())
     return false;
@@ -154,6 +145,15 @@ bool parseIntList(const std::string &s, size_t limit, std::vector<int> &v) {
 }
 
 } // namespace
+
+std::string shapeText(const std::vector<int64_t> &shape) {
+  if (shape.empty())
+    return "scalar";
+  std::string s;
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? "x" : "") + std::to_string(shape[i]);
+  return s;
+}
 
 std::string featureNames(uint64_t mask) {
   std::string s;

@@ -14,6 +14,7 @@
 #include "qatc/Runtime/Runtime.h"
 
 #include "llvm/Support/Format.h"
+#include "llvm/Support/JSON.h"
 
 #include "llvm/Support/MemoryBuffer.h"
 #include <fmt/format.h>
@@ -130,6 +131,10 @@ int qatc::driver::runBench() {
   double peak = peakGops > 0 ? peakGops.getValue() : 256.0 * cpuGHz();
   peak *= session.threads();
   double median = quantile(times, 0.5) * 1e3, p90 = quantile(times, 0.9) * 1e3;
+  // GOPS of a layer of `macs` multiply-accumulates taking `ms`.
+  auto gopsOf = [](int64_t macs, double ms) {
+    return macs && ms > 0 ? 2.0 * macs / (ms * 1e-3) / 1e9 : 0.0;
+  };
   int64_t macs = 0;
   double macMs = 0;
   for (size_t i = 0; i < m.layers.size(); ++i)
@@ -138,32 +143,32 @@ int qatc::driver::runBench() {
       macMs += layerMs[i];
     }
   if (json) {
-    llvm::outs() << "{\"plan\": \"" << planPath
-                 << "\", \"threads\": " << session.threads()
-                 << ", \"iterations\": " << times.size()
-                 << ", \"median_ms\": " << llvm::format("%.4f", median)
-                 << ", \"p90_ms\": " << llvm::format("%.4f", p90)
-                 << ", \"peak_gops\": " << llvm::format("%.1f", peak)
-                 << ", \"layers\": [";
-    for (size_t i = 0; i < m.layers.size(); ++i) {
-      const plan::LayerDesc &l = m.layers[i];
-      double gops = l.macs && layerMs[i] > 0
-                        ? 2.0 * l.macs / (layerMs[i] * 1e-3) / 1e9
-                        : 0;
-      std::string node;
-      for (char c : l.node)
-        node +=
-            (c == '"' || c == '\\') ? std::string("\\") + c : std::string(1, c);
-      llvm::outs() << (i ? ", " : "") << "{\"node\": \"" << node
-                   << "\", \"op\": \"" << l.opType << "\", \"precision\": \""
-                   << l.precision << "\", \"kernel\": \"" << l.kernel
-                   << "\", \"ms\": " << llvm::format("%.5f", layerMs[i])
-                   << ", \"macs\": " << l.macs
-                   << ", \"gops\": " << llvm::format("%.2f", gops)
-                   << ", \"peak_pct\": "
-                   << llvm::format("%.2f", gops / peak * 100) << "}";
-    }
-    llvm::outs() << "]}\n";
+    llvm::json::OStream j(llvm::outs(), 2);
+    j.object([&] {
+      j.attribute("plan", planPath);
+      j.attribute("threads", session.threads());
+      j.attribute("iterations", static_cast<int64_t>(times.size()));
+      j.attribute("median_ms", median);
+      j.attribute("p90_ms", p90);
+      j.attribute("peak_gops", peak);
+      j.attributeArray("layers", [&] {
+        for (size_t i = 0; i < m.layers.size(); ++i) {
+          const plan::LayerDesc &l = m.layers[i];
+          double gops = gopsOf(l.macs, layerMs[i]);
+          j.object([&] {
+            j.attribute("node", l.node);
+            j.attribute("op", l.opType);
+            j.attribute("precision", l.precision);
+            j.attribute("kernel", l.kernel);
+            j.attribute("ms", layerMs[i]);
+            j.attribute("macs", l.macs);
+            j.attribute("gops", gops);
+            j.attribute("peak_pct", gops / peak * 100);
+          });
+        }
+      });
+    });
+    llvm::outs() << "\n";
     return 0;
   }
   llvm::outs() << planPath << ": " << times.size() << " runs on "
@@ -175,10 +180,8 @@ int qatc::driver::runBench() {
                               "%peak");
   for (size_t i = 0; i < m.layers.size(); ++i) {
     const plan::LayerDesc &l = m.layers[i];
-    double gops =
-        l.macs && layerMs[i] > 0 ? 2.0 * l.macs / (layerMs[i] * 1e-3) / 1e9 : 0;
-    std::string node =
-        l.node.size() > 44 ? "..." + l.node.substr(l.node.size() - 41) : l.node;
+    double gops = gopsOf(l.macs, layerMs[i]);
+    std::string node = lastChars(l.node, 44);
     llvm::outs() << llvm::format("%-44s %-10s %-22s %9.4f %6.1f ", node.c_str(),
                                  l.opType.c_str(), l.kernel.c_str(), layerMs[i],
                                  total > 0 ? 100 * layerMs[i] / total : 0.0);
@@ -191,7 +194,6 @@ int qatc::driver::runBench() {
     llvm::outs() << llvm::format(
         "conv/matmul layers: %.3f ms, %.1f GOPS, %.1f %% of the %.0f GOPS "
         "int8 peak\n",
-        macMs, 2.0 * macs / (macMs * 1e-3) / 1e9,
-        2.0 * macs / (macMs * 1e-3) / 1e9 / peak * 100, peak);
+        macMs, gopsOf(macs, macMs), gopsOf(macs, macMs) / peak * 100, peak);
   return 0;
 }

@@ -79,6 +79,27 @@ std::map<std::string, std::vector<int64_t>>
 shapesFromData(mlir::func::FuncOp func,
                llvm::ArrayRef<const ref::Tensor *> data, bool keepBatch);
 
+/// Reads `--input` arguments for the inputs `names`: file.npy (the inputs
+/// in order), name=file.npy, or an .npz of arrays named after the inputs.
+/// Errors are printed as `qatc <command>: --input ...`; an input given no
+/// data is nullopt.
+mlir::FailureOr<std::vector<std::optional<ref::Tensor>>>
+readInputSpecs(llvm::ArrayRef<std::string> specs,
+               llvm::ArrayRef<std::string> names, llvm::StringRef command);
+
+/// Prints the top-1 accuracy of `logits` [N, C] against the integer labels
+/// in `labelsPath` (.npy); returns the command's exit code.
+int printTop1Accuracy(const ref::Tensor &logits, llvm::StringRef labelsPath,
+                      llvm::StringRef command);
+
+/// `s`, or its last `width` characters behind "..." when longer (node names
+/// in tables).
+inline std::string lastChars(llvm::StringRef s, size_t width) {
+  if (s.size() <= width)
+    return s.str();
+  return "..." + s.take_back(width - 3).str();
+}
+
 /// Prints what a user wants to know about an imported model: I/O, op counts,
 /// quantization and weights.
 void printModelSummary(mlir::ModuleOp module, llvm::StringRef path,

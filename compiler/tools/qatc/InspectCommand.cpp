@@ -12,6 +12,7 @@
 #include "qatc/Runtime/Runtime.h"
 
 #include "llvm/Support/Format.h"
+#include "llvm/Support/JSON.h"
 
 #include <fmt/format.h>
 
@@ -29,19 +30,6 @@ cl::opt<std::string> planPath(cl::Positional, cl::desc("<model.plan>"),
                               cl::Required, cl::sub(sub));
 cl::opt<bool> json("json", cl::desc("Print JSON"), cl::sub(sub));
 
-std::string shapeOf(const plan::TensorDesc &t) {
-  std::string s;
-  for (size_t i = 0; i < t.shape.size(); ++i)
-    s += (i ? "x" : "") + std::to_string(t.shape[i]);
-  return s;
-}
-
-std::string quote(const std::string &s) {
-  std::string out = "\"";
-  for (char c : s)
-    out += (c == '"' || c == '\\') ? std::string("\\") + c : std::string(1, c);
-  return out + "\"";
-}
 } // namespace
 
 int qatc::driver::runInspect() {
@@ -63,55 +51,59 @@ int qatc::driver::runInspect() {
       int8Macs += l.macs;
   }
   auto io = [&](const plan::TensorDesc &t) {
-    std::string s =
-        t.name + " " + plan::elemTypeName(t.type) + " " + shapeOf(t);
+    std::string s = t.name + " " + plan::elemTypeName(t.type) + " " +
+                    plan::shapeText(t.shape);
     if (t.quantized)
       s += " (scale " + std::to_string(t.scale) + ", zero point " +
            std::to_string(t.zeroPoint) + ")";
     return s;
   };
   if (json) {
-    llvm::outs() << "{\"format_version\": " << h.formatVersion
-                 << ", \"compiler\": " << quote(h.compilerVersion)
-                 << ", \"target\": " << quote(m.target)
-                 << ", \"required_features\": "
-                 << quote(plan::featureNames(h.cpuFeatures))
-                 << ", \"bytes\": " << h.fileSize
-                 << ", \"weights_bytes\": " << h.weightsSize
-                 << ", \"code_bytes\": " << h.codeSize
-                 << ", \"arena_bytes\": " << m.arenaBytes
-                 << ", \"macs\": " << macs << ", \"int8_macs\": " << int8Macs;
-    for (bool out : {false, true}) {
-      llvm::outs() << (out ? ", \"outputs\": [" : ", \"inputs\": [");
-      const auto &list = out ? m.outputs : m.inputs;
-      for (size_t i = 0; i < list.size(); ++i) {
-        const plan::TensorDesc &t = m.tensors[list[i]];
-        llvm::outs() << (i ? ", " : "") << "{\"name\": " << quote(t.name)
-                     << ", \"type\": \"" << plan::elemTypeName(t.type)
-                     << "\", \"shape\": \"" << shapeOf(t) << "\"}";
-      }
-      llvm::outs() << "]";
-    }
-    llvm::outs() << ", \"layers\": [";
-    for (size_t i = 0; i < m.layers.size(); ++i) {
-      const plan::LayerDesc &l = m.layers[i];
-      llvm::outs() << (i ? ", " : "") << "{\"node\": " << quote(l.node)
-                   << ", \"op\": " << quote(l.opType)
-                   << ", \"precision\": " << quote(l.precision)
-                   << ", \"kernel\": " << quote(l.kernel)
-                   << ", \"parallel\": " << (l.parallel ? "true" : "false")
-                   << ", \"macs\": " << l.macs << "}";
-    }
-    llvm::outs() << "], \"tensors\": [";
-    for (size_t i = 0; i < m.tensors.size(); ++i) {
-      const plan::TensorDesc &t = m.tensors[i];
-      llvm::outs() << (i ? ", " : "") << "{\"name\": " << quote(t.name)
-                   << ", \"offset\": " << t.offset << ", \"bytes\": " << t.bytes
-                   << ", \"layout\": \""
-                   << (t.layout == plan::Layout::NHWC ? "nhwc" : "plain")
-                   << "\"}";
-    }
-    llvm::outs() << "]}\n";
+    llvm::json::OStream j(llvm::outs(), 2);
+    j.object([&] {
+      j.attribute("format_version", static_cast<int64_t>(h.formatVersion));
+      j.attribute("compiler", h.compilerVersion);
+      j.attribute("target", m.target);
+      j.attribute("required_features", plan::featureNames(h.cpuFeatures));
+      j.attribute("bytes", h.fileSize);
+      j.attribute("weights_bytes", h.weightsSize);
+      j.attribute("code_bytes", h.codeSize);
+      j.attribute("arena_bytes", m.arenaBytes);
+      j.attribute("macs", macs);
+      j.attribute("int8_macs", int8Macs);
+      for (bool out : {false, true})
+        j.attributeArray(out ? "outputs" : "inputs", [&] {
+          for (int i : out ? m.outputs : m.inputs)
+            j.object([&] {
+              const plan::TensorDesc &t = m.tensors[i];
+              j.attribute("name", t.name);
+              j.attribute("type", plan::elemTypeName(t.type));
+              j.attribute("shape", plan::shapeText(t.shape));
+            });
+        });
+      j.attributeArray("layers", [&] {
+        for (const plan::LayerDesc &l : m.layers)
+          j.object([&] {
+            j.attribute("node", l.node);
+            j.attribute("op", l.opType);
+            j.attribute("precision", l.precision);
+            j.attribute("kernel", l.kernel);
+            j.attribute("parallel", l.parallel);
+            j.attribute("macs", l.macs);
+          });
+      });
+      j.attributeArray("tensors", [&] {
+        for (const plan::TensorDesc &t : m.tensors)
+          j.object([&] {
+            j.attribute("name", t.name);
+            j.attribute("offset", t.offset);
+            j.attribute("bytes", t.bytes);
+            j.attribute("layout",
+                        t.layout == plan::Layout::NHWC ? "nhwc" : "plain");
+          });
+      });
+    });
+    llvm::outs() << "\n";
     return 0;
   }
   llvm::outs() << planPath << ": qatc plan v" << h.formatVersion << " by "
@@ -140,8 +132,7 @@ int qatc::driver::runInspect() {
                       "node", "op", "prec", "kernel", "MACs", "out@arena");
   for (size_t i = 0; i < m.layers.size(); ++i) {
     const plan::LayerDesc &l = m.layers[i];
-    std::string node =
-        l.node.size() > 48 ? "..." + l.node.substr(l.node.size() - 45) : l.node;
+    std::string node = lastChars(l.node, 48);
     std::string where = l.outputs.empty()
                             ? "-"
                             : std::to_string(m.tensors[l.outputs[0]].offset);

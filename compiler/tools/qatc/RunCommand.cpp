@@ -12,13 +12,10 @@
 #include "qatc/Reference/TensorIO.h"
 #include "qatc/Runtime/Runtime.h"
 
-#include "llvm/ADT/StringExtras.h"
-#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 
 #include <algorithm>
 #include <chrono>
-#include <cstring>
 
 using namespace qatc;
 using namespace qatc::ref;
@@ -77,32 +74,16 @@ int qatc::driver::runRun() {
   if (!plan)
     return fail(error);
   const plan::Manifest &m = plan->manifest();
-  std::vector<std::optional<Tensor>> inputs(m.inputs.size());
-  size_t next = 0;
-  for (const std::string &spec : inputSpecs) {
-    auto [lhs, rhs] = llvm::StringRef(spec).split('=');
-    bool named = !rhs.empty() && !llvm::sys::fs::exists(spec);
-    llvm::StringRef file = named ? rhs : llvm::StringRef(spec);
-    size_t index = next;
-    if (named) {
-      index = m.inputs.size();
-      for (size_t i = 0; i < m.inputs.size(); ++i)
-        if (m.tensors[m.inputs[i]].name == lhs)
-          index = i;
-      if (index == m.inputs.size())
-        return fail("--input " + spec + ": the plan has no input '" + lhs +
-                    "'");
-    } else {
-      ++next;
-    }
-    if (index >= inputs.size())
-      return fail("--input " + spec + ": more inputs than the plan's " +
-                  llvm::Twine(inputs.size()));
-    auto data = readTensors(file);
-    if (!data)
-      return fail("--input " + spec + ": " + llvm::toString(data.takeError()));
-    inputs[index] = castTensor(data->front().second, DType::F32);
-  }
+  std::vector<std::string> names;
+  for (int i : m.inputs)
+    names.push_back(m.tensors[i].name);
+  auto given = readInputSpecs(inputSpecs, names, "run");
+  if (failed(given))
+    return 1;
+  std::vector<std::optional<Tensor>> &inputs = *given;
+  for (std::optional<Tensor> &t : inputs)
+    if (t)
+      t = castTensor(*t, DType::F32);
   // Chunks of the plan's batch.
   int64_t chunks = -1;
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -112,13 +93,9 @@ int qatc::driver::runRun() {
     int64_t per = d.numElements(), have = inputs[i]->numElements();
     if (per == 0 || have % per != 0 ||
         (have != per && inputs[i]->rank() != (int64_t)d.shape.size()))
-      return fail(
-          "input '" + d.name + "' has shape " + inputs[i]->describe() +
-          "; the plan takes " +
-          llvm::join(llvm::map_range(
-                         d.shape, [](int64_t x) { return std::to_string(x); }),
-                     "x") +
-          " (recompile with --input-shape for another size)");
+      return fail("input '" + d.name + "' has shape " + inputs[i]->describe() +
+                  "; the plan takes " + plan::shapeText(d.shape) +
+                  " (recompile with --input-shape for another size)");
     int64_t c = have / per;
     if (chunks >= 0 && c != chunks)
       return fail("the inputs hold different numbers of rows");
@@ -128,6 +105,7 @@ int qatc::driver::runRun() {
     return fail("--dump-tensors needs one batch of data");
   rt::Session session(*plan, std::max(1, threads.getValue()));
   std::optional<TensorDumper> dumper;
+  std::string dumpError; // the first failed write, reported after the run
   if (!dumpDir.empty()) {
     auto d = TensorDumper::create(dumpDir);
     if (!d)
@@ -139,7 +117,8 @@ int qatc::driver::runRun() {
         Tensor out(dtypeOf(t), t.shape);
         rt::readTensor(t, arena, out.mutableData<uint8_t>());
         if (auto err = dumper->add(t.name, out))
-          llvm::consumeError(std::move(err));
+          if (dumpError.empty())
+            dumpError = llvm::toString(std::move(err));
       }
     });
   }
@@ -177,6 +156,8 @@ int qatc::driver::runRun() {
                << session.threads() << " thread(s): median "
                << llvm::format("%.3f", times[times.size() / 2] * 1e3)
                << " ms per run\n";
+  if (!dumpError.empty())
+    return fail("--dump-tensors: " + dumpError);
   if (dumper) {
     if (auto err = dumper->finish())
       return fail(llvm::toString(std::move(err)));
@@ -191,24 +172,7 @@ int qatc::driver::runRun() {
       return fail(llvm::toString(std::move(err)));
     llvm::outs() << "wrote " << outputPath << "\n";
   }
-  if (!labelsPath.empty()) {
-    auto labels = readTensors(labelsPath);
-    if (!labels)
-      return fail("--labels: " + llvm::toString(labels.takeError()));
-    Tensor y = castTensor(labels->front().second, DType::I64);
-    Tensor l = castTensor(outputs.front(), DType::F64);
-    if (l.rank() != 2 || y.numElements() != l.dim(0))
-      return fail("--labels: " + llvm::Twine(y.numElements()) +
-                  " labels for a first output of shape " + l.describe());
-    int64_t n = l.dim(0), c = l.dim(1), correct = 0;
-    for (int64_t i = 0; i < n; ++i) {
-      const double *row = l.data<double>() + i * c;
-      correct += (std::max_element(row, row + c) - row) == y.data<int64_t>()[i];
-    }
-    llvm::outs() << "top-1 accuracy: "
-                 << llvm::format("%.2f",
-                                 100.0 * correct / std::max<int64_t>(n, 1))
-                 << " % (" << correct << "/" << n << ")\n";
-  }
+  if (!labelsPath.empty())
+    return printTop1Accuracy(outputs.front(), labelsPath, "run");
   return 0;
 }

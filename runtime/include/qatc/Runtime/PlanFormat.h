@@ -123,6 +123,9 @@ struct Manifest {
   std::vector<LayerDesc> layers;
 };
 
+/// A shape as the manifest writes it: "1x3x224x224", "scalar" for rank 0.
+std::string shapeText(const std::vector<int64_t> &shape);
+
 /// The manifest's text form (docs/Plan.md).
 std::string writeManifest(const Manifest &m);
 /// Parses a manifest; on failure returns false and says why (with the line).
