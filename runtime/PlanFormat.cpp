@@ -268,6 +268,12 @@ int64_t TensorDesc::numElements() const {
   return n;
 }
 
+int64_t TensorDesc::storedElements() const {
+  if (layout != Layout::NHWC || shape.size() < 2)
+    return numElements();
+  return numElements() / (shape[1] ? shape[1] : 1) * channelStride;
+}
+
 std::string writeManifest(const Manifest &m) {
   std::string out = "qatc-plan-manifest " + std::to_string(kFormatVersion) +
                     "\ncompiler " + encode(m.compiler) + "\ntarget " +
@@ -355,13 +361,11 @@ bool parseManifest(const std::string &text, Manifest &m, std::string &error) {
       if (d.offset + d.bytes < d.offset || d.offset + d.bytes > m.arenaBytes)
         return fail("tensor '" + d.name + "' lies outside the arena");
       // The bytes must hold the tensor in its layout.
-      int64_t need = d.numElements();
-      if (d.layout == Layout::NHWC) {
-        if ((d.shape.size() != 4 && d.shape.size() != 2) || cs < d.shape[1])
-          return fail("bad NHWC tensor '" + d.name + "'");
-        need = need / (d.shape[1] ? d.shape[1] : 1) * cs;
-      }
-      if (static_cast<uint64_t>(need) * elemSize(d.type) > d.bytes)
+      if (d.layout == Layout::NHWC &&
+          ((d.shape.size() != 4 && d.shape.size() != 2) || cs < d.shape[1]))
+        return fail("bad NHWC tensor '" + d.name + "'");
+      if (static_cast<uint64_t>(d.storedElements()) * elemSize(d.type) >
+          d.bytes)
         return fail("tensor '" + d.name + "' does not fit its bytes");
       m.tensors.push_back(std::move(d));
     } else if ((kind == "input" || kind == "output") && tok.size() == 2) {

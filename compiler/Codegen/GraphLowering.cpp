@@ -316,14 +316,12 @@ std::string GraphLowering::nameOf(Value v) {
 }
 
 int GraphLowering::addTensor(CTensor t) {
-  int64_t elems = t.desc.numElements();
-  if (t.desc.layout == plan::Layout::NHWC)
-    elems = elems / std::max<int64_t>(t.channels(), 1) * t.desc.channelStride;
   Storage s;
-  s.bytes =
-      roundUp(std::max<int64_t>(
-                  elems * static_cast<int64_t>(plan::elemSize(t.desc.type)), 1),
-              64);
+  s.bytes = roundUp(
+      std::max<int64_t>(t.desc.storedElements() *
+                            static_cast<int64_t>(plan::elemSize(t.desc.type)),
+                        1),
+      64);
   t.storage = storages.size();
   storages.push_back(s);
   t.manifestIndex = out.manifest.tensors.size();

@@ -99,6 +99,8 @@ struct TensorDesc {
   bool isSigned = true; ///< the ONNX element type of quantized data
 
   int64_t numElements() const;
+  /// Elements the layout stores (padded channels included).
+  int64_t storedElements() const;
 };
 
 /// One compiled layer: an entry point of the code segment.
