@@ -15,22 +15,14 @@ import sys
 import numpy as np
 
 from harness import Checker, run
+from ort_differential import load_outputs  # noqa: E402
 
 TARGETS = ["host", "avx2", "generic"]
 
 
-def read_dump(d):
-    out = {}
-    with open(os.path.join(d, "index.txt")) as f:
-        for line in f:
-            file, name = line.rstrip("\n").split("\t", 1)
-            out[name] = np.load(os.path.join(d, file))
-    return out
-
-
 def outputs(path):
-    z = np.load(path)
-    return [z[k] for k in z.files]
+    """The arrays of an .npz, in order."""
+    return list(load_outputs(path).values())
 
 
 def plan_checksum(data, skip_off=24, skip_len=8):
@@ -61,7 +53,7 @@ def check_model(c, label, model, inp, labelled, work):
     c.qatc("eval", model, "--stage=qat", "--input", inp, "-o", ref,
            "--dump-tensors", ref_dump)
     ref_out = outputs(ref)
-    ref_tensors = read_dump(ref_dump)
+    ref_tensors = load_outputs(ref_dump)
     first = None
     for target in TARGETS:
         plan = os.path.join(work, f"{target}.plan")
@@ -83,7 +75,7 @@ def check_model(c, label, model, inp, labelled, work):
                 c.fail(label, f"{target}: output differs by {err:.3g} > {limit:.3g}")
         # Every int8 tensor the plan dumps against the reference's.
         checked = worst = 0
-        for name, t in read_dump(dump).items():
+        for name, t in load_outputs(dump).items():
             r = ref_tensors.get(name)
             if r is None or r.shape != t.shape:
                 continue
