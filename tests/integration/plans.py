@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Plans end to end: each model compiles for every target, and the plan's
+"""Plans end to end: each model (the examples, and generated torchvision
+Q/DQ exports with their float twins) compiles for every target, and the plan's
 outputs agree with the reference evaluator of the same graph (`qatc eval
 --stage=qat`): float models within 1e-4 relative, int8 models every int8
 tensor within 1 LSB on at most 0.1 % of its elements and the outputs within
@@ -14,8 +15,9 @@ import sys
 
 import numpy as np
 
-from harness import Checker, run
+from harness import Checker, manifest_models, run
 from ort_differential import load_outputs  # noqa: E402
+from qat_lowering import seeded_inputs  # noqa: E402
 
 TARGETS = ["host", "avx2", "generic"]
 
@@ -178,11 +180,23 @@ def main():
     ap.add_argument("--work", required=True)
     ap.add_argument("--model", action="append", default=[],
                     help="model.onnx:input.npy[:images.npy:labels.npy]")
+    ap.add_argument("--models", help="the test-model generator's directory")
+    ap.add_argument("--generated", action="append", default=[],
+                    help="a generated model (both its Q/DQ and float "
+                         "variants) that must compile; random input")
     args = ap.parse_args()
     c = Checker(args)
     os.makedirs(args.work, exist_ok=True)
+    specs = list(args.model)
+    for variant in ("qdq", "float"):
+        for label, path in manifest_models(args.models, variant) if args.models else []:
+            if label.rsplit("_", 1)[0] in args.generated:
+                work = os.path.join(args.work, label)
+                os.makedirs(work, exist_ok=True)
+                inp = list(seeded_inputs(path, work, label).values())[0]
+                specs.append(f"{path}:{inp}")
     first_plan = first_input = None
-    for spec in args.model:
+    for spec in specs:
         parts = spec.split(":")
         model, inp = parts[0], parts[1]
         labelled = (parts[2], parts[3]) if len(parts) == 4 else None
