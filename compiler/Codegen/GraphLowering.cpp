@@ -47,6 +47,12 @@ struct CTensor {
   /// A rank-2 [N, C*H*W] view of rank-4 NHWC data (Flatten before a Gemm).
   bool flat = false;
   int64_t fC = 0, fH = 0, fW = 0, fCS = 0;
+  /// A strided view of another tensor's storage (Transpose, Slice, a
+  /// Reshape that needs no copy): element strides and first element. Only
+  /// strided kernels read views; the others get a copy (inLayout).
+  bool view = false;
+  std::vector<int64_t> vstrides;
+  int64_t vbase = 0;
 
   int64_t dim(size_t i) const { return desc.shape[i]; }
   int64_t channels() const { return desc.shape.size() > 1 ? desc.shape[1] : 1; }
@@ -58,6 +64,118 @@ struct CTensor {
     return p;
   }
 };
+
+/// Where a strided kernel reads an operand: a tensor, or a constant in the
+/// weights blob (f32, row-major `shape`).
+struct Src {
+  int tensor = -1;
+  int64_t weightOff = -1;
+  std::vector<int64_t> shape;
+};
+
+/// A float scalar body of a strided kernel.
+using ScalarFn = std::function<Value(KB &, ArrayRef<Value>)>;
+
+std::vector<int64_t> rowMajor(ArrayRef<int64_t> shape) {
+  std::vector<int64_t> st(shape.size(), 1);
+  int64_t acc = 1;
+  for (size_t d = shape.size(); d-- > 0;) {
+    st[d] = acc;
+    acc *= shape[d];
+  }
+  return st;
+}
+
+int64_t product(ArrayRef<int64_t> shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+/// The strides of `newShape` over the same elements as `shape` with
+/// `strides` (row-major order), when no copy is needed: merged dimensions
+/// must be contiguous in each other.
+std::optional<std::vector<int64_t>>
+reshapedStrides(ArrayRef<int64_t> shape, ArrayRef<int64_t> strides,
+                ArrayRef<int64_t> newShape) {
+  std::vector<int64_t> os, ost;
+  for (size_t d = 0; d < shape.size(); ++d)
+    if (shape[d] != 1) {
+      os.push_back(shape[d]);
+      ost.push_back(strides[d]);
+    }
+  std::vector<size_t> nd;
+  for (size_t d = 0; d < newShape.size(); ++d)
+    if (newShape[d] != 1)
+      nd.push_back(d);
+  std::vector<int64_t> nst(newShape.size(), 0);
+  size_t a = 0, b = 0;
+  while (a < os.size() && b < nd.size()) {
+    int64_t po = os[a], pn = newShape[nd[b]];
+    size_t a2 = a + 1, b2 = b + 1;
+    while (po != pn) {
+      if (po < pn) {
+        if (a2 >= os.size())
+          return std::nullopt;
+        po *= os[a2++];
+      } else {
+        if (b2 >= nd.size())
+          return std::nullopt;
+        pn *= newShape[nd[b2++]];
+      }
+    }
+    for (size_t i = a; i + 1 < a2; ++i)
+      if (ost[i] != ost[i + 1] * os[i + 1])
+        return std::nullopt;
+    int64_t st = ost[a2 - 1];
+    for (size_t i = b2; i-- > b;) {
+      nst[nd[i]] = st;
+      st *= newShape[nd[i]];
+    }
+    a = a2;
+    b = b2;
+  }
+  if (a != os.size() || b != nd.size())
+    return std::nullopt;
+  return nst;
+}
+
+/// The common refinement of two shapes of the same elements (each dimension
+/// split, never merged) and both sides' strides over it: the loop of a copy
+/// that reshapes. Fails when the shapes do not split into each other.
+bool refineShapes(ArrayRef<int64_t> as, ArrayRef<int64_t> ast,
+                  ArrayRef<int64_t> bs, ArrayRef<int64_t> bst,
+                  std::vector<int64_t> &shape, std::vector<int64_t> &sa,
+                  std::vector<int64_t> &sb) {
+  size_t i = 0, j = 0;
+  int64_t ra = as.empty() ? 1 : as[0], rb = bs.empty() ? 1 : bs[0];
+  while (i < as.size() && j < bs.size()) {
+    if (ra == 1) {
+      if (++i < as.size())
+        ra = as[i];
+      continue;
+    }
+    if (rb == 1) {
+      if (++j < bs.size())
+        rb = bs[j];
+      continue;
+    }
+    int64_t piece;
+    if (ra % rb == 0)
+      piece = rb;
+    else if (rb % ra == 0)
+      piece = ra;
+    else
+      return false;
+    shape.push_back(piece);
+    sa.push_back(ast[i] * (ra / piece));
+    sb.push_back(bst[j] * (rb / piece));
+    ra /= piece;
+    rb /= piece;
+  }
+  return true;
+}
 
 struct Storage {
   int64_t bytes = 0;
@@ -150,8 +268,22 @@ private:
   int resultTensor(Value res, plan::Layout layout);
   int alias(int base, std::string name, ArrayRef<int64_t> shape);
   int tensorOf(Value v) { return valueTensor.lookup(v); }
-  /// `t` in NHWC (converting a plain rank-4 tensor) or plain.
+  /// `t` in NHWC (converting a plain rank-4 tensor) or plain, and not a
+  /// view: a copy when needed.
   int inLayout(int t, plan::Layout want, Location loc);
+  /// The layout of a new tensor of `shape`: NHWC for ranks 2 and 4.
+  static plan::Layout layoutFor(ArrayRef<int64_t> shape) {
+    return shape.size() == 4 || shape.size() == 2 ? plan::Layout::NHWC
+                                                  : plan::Layout::Plain;
+  }
+  /// Element strides of `t` over its logical shape.
+  std::vector<int64_t> stridesOf(const CTensor &t) const;
+  /// `s` read by a strided kernel over `loop` (broadcast from the right).
+  StridedOperand operand(const Src &s, ArrayRef<int64_t> loop) const;
+  Src srcOf(Value v);
+  /// Result `res` as a view of `base`'s storage.
+  void makeView(int base, Value res, std::vector<int64_t> strides,
+                int64_t offset);
   std::string nameOf(Value v);
   int64_t addWeights(const void *data, size_t bytes);
   template <typename T> int64_t addArray(const std::vector<T> &v) {
@@ -210,13 +342,37 @@ private:
   LogicalResult lowerElementwise(Operation *op, Value a, Value b, bool mul,
                                  std::optional<qat::ClampAttr> act);
   LogicalResult lowerClamp(Operation *op, Value in, double lo, double hi);
-  LogicalResult lowerMaxPool(Operation *op, Value in, ArrayRef<int64_t> kernel,
-                             ArrayRef<int64_t> strides, ArrayRef<int64_t> pads,
-                             ArrayRef<int64_t> dilations);
+  /// Max pooling, or average pooling when `average` (count_include_pad:
+  /// `countPad`); int8 or f32.
+  LogicalResult lowerPool(Operation *op, Value in, ArrayRef<int64_t> kernel,
+                          ArrayRef<int64_t> strides, ArrayRef<int64_t> pads,
+                          ArrayRef<int64_t> dilations, bool average = false,
+                          bool countPad = false);
   LogicalResult lowerReshape(Operation *op, Value in);
   LogicalResult lowerFloatConv(onnx::ConvOp op);
   LogicalResult lowerGemm(onnx::GemmOp op);
-  LogicalResult lowerGlobalAvgPool(onnx::GlobalAveragePoolOp op);
+  /// A strided elementwise layer: result = fn(inputs dequantized to f32),
+  /// quantized when the result is; a float Relu/Clip after it folds in.
+  LogicalResult lowerMap(Operation *op, std::vector<Src> ins,
+                         std::string kernel, ScalarFn fn);
+  LogicalResult lowerUnary(Operation *op, std::string kernel, ScalarFn fn) {
+    return lowerMap(op, {srcOf(op->getOperand(0))}, std::move(kernel),
+                    std::move(fn));
+  }
+  LogicalResult lowerBinary(Operation *op, std::string kernel, ScalarFn fn) {
+    return lowerMap(op, {srcOf(op->getOperand(0)), srcOf(op->getOperand(1))},
+                    std::move(kernel), std::move(fn));
+  }
+  LogicalResult lowerTranspose(Operation *op, Value in, ArrayRef<int64_t> perm);
+  LogicalResult lowerSlice(Operation *op, Value in, ArrayRef<int64_t> starts,
+                           ArrayRef<int64_t> steps);
+  LogicalResult lowerConcat(Operation *op, ValueRange ins, int64_t axis);
+  LogicalResult lowerPad(onnx::PadOp op);
+  LogicalResult lowerBatchNorm(onnx::BatchNormalizationOp op);
+  /// Mean over `axes` (GlobalAveragePool, ReduceMean), int8 or f32 input.
+  LogicalResult lowerMean(Operation *op, Value in, ArrayRef<int64_t> axes);
+  LogicalResult lowerSoftmax(onnx::SoftmaxOp op);
+  LogicalResult lowerPow(onnx::PowOp op);
 
   /// A 2-D convolution, int8 or fp32, dense or depthwise, of input tensor
   /// `in` to `o`; `weight(i)` is element i of the [OC, IC/group, KH, KW]
@@ -253,6 +409,7 @@ private:
   llvm::DenseMap<Value, int> valueTensor;
   std::map<std::pair<int, int>, int> converted;
   llvm::DenseSet<Operation *> folded;
+  llvm::DenseMap<Value, int64_t> constantOffsets;
 };
 
 /// Sets the window of `s` from NCHW shapes and ONNX attributes.
@@ -444,46 +601,115 @@ void GraphLowering::addLayer(Location loc, std::string node, std::string opType,
 
 int GraphLowering::inLayout(int t, plan::Layout want, Location loc) {
   const CTensor &src = tensors[t];
-  if (src.desc.layout == want && !src.flat)
+  if (!src.view && src.desc.layout == want && !src.flat)
     return t;
-  if (src.desc.shape.size() == 2 && !src.flat &&
+  if (!src.view && src.desc.shape.size() == 2 && !src.flat &&
       (!src.int8 || src.desc.channelStride == src.dim(1)))
     return t; // identical bytes
+  if (want == plan::Layout::NHWC && src.desc.shape.size() != 4 &&
+      src.desc.shape.size() != 2)
+    want = plan::Layout::Plain;
   auto key = std::make_pair(t, static_cast<int>(want));
   if (auto it = converted.find(key); it != converted.end())
     return it->second;
   // The same tensor (name, type, quantization) in the other layout.
   CTensor copy = src;
   bool toNHWC = want == plan::Layout::NHWC;
+  copy.view = false;
+  copy.vstrides.clear();
+  copy.vbase = 0;
   copy.desc.layout = want;
   copy.desc.channelStride =
       toNHWC ? (src.int8 ? roundUp(src.channels(), 4) : src.channels()) : 0;
   int res = addTensor(copy);
   converted[key] = res;
-  const CTensor &r = tensors[res], &s = tensors[t];
-  int64_t N = s.dim(0), C = s.channels(),
-          HW = s.desc.shape.size() == 4 ? s.dim(2) * s.dim(3) : 1;
-  int64_t cs = toNHWC ? r.desc.channelStride : s.desc.channelStride;
-  int64_t es = plan::elemSize(s.desc.type);
+  std::string kernel = tensors[t].view ? "strided-copy"
+                       : toNHWC        ? "nchw-to-nhwc"
+                                       : "nhwc-to-nchw";
+  std::vector<int64_t> shape = tensors[t].desc.shape;
   // A layer of its own, named after the op that needs the conversion.
-  addLayer(loc, nodeName(loc) == "?" ? s.desc.name : nodeName(loc), "layout",
-           toNHWC ? "nchw-to-nhwc" : "nhwc-to-nchw", "layout", false, 0, {t},
-           {res}, [this, t, res, N, C, HW, cs, es, toNHWC](KB &k) {
-             int64_t inOff = tensors[t].desc.offset,
-                     outOff = tensors[res].desc.offset;
-             Type type = es == 1 ? k.i8 : k.f32;
-             k.loop(k.c(0), k.c(N * HW), 1, [&](Value p) {
-               Value n = k.div(p, k.c(HW)), hw = k.rem(p, k.c(HW));
-               k.loop(k.c(0), k.c(C), 1, [&](Value ch) {
-                 Value plain =
-                     k.add(k.mul(k.add(k.mul(n, k.c(C)), ch), k.c(HW)), hw);
-                 Value nhwc = k.add(k.mul(p, k.c(cs)), ch);
-                 Value v = k.load(type, k.at(inOff, toNHWC ? plain : nhwc, es));
-                 k.store(v, k.at(outOff, toNHWC ? nhwc : plain, es));
-               });
-             });
+  addLayer(loc, nodeName(loc) == "?" ? src.desc.name : nodeName(loc), "layout",
+           kernel, "layout", product(shape) > 4096, 0, {t}, {res},
+           [this, t, res, shape](KB &k) {
+             StridedMap m;
+             m.shape = shape;
+             m.out = operand(Src{res, -1, {}}, shape);
+             m.ins = {operand(Src{t, -1, {}}, shape)};
+             emitStridedMap(k, m, nullptr);
            });
   return res;
+}
+
+std::vector<int64_t> GraphLowering::stridesOf(const CTensor &t) const {
+  if (t.view)
+    return t.vstrides;
+  const std::vector<int64_t> &shape = t.desc.shape;
+  if (t.desc.layout != plan::Layout::NHWC || shape.size() < 2)
+    return rowMajor(shape);
+  // Channels last: [N, C, D1, ...] stored as [N, D1, ..., C(stride)].
+  std::vector<int64_t> st(shape.size(), 1);
+  int64_t acc = t.desc.channelStride;
+  for (size_t d = shape.size(); d-- > 2;) {
+    st[d] = acc;
+    acc *= shape[d];
+  }
+  st[0] = acc;
+  return st;
+}
+
+StridedOperand GraphLowering::operand(const Src &s,
+                                      ArrayRef<int64_t> loop) const {
+  StridedOperand o;
+  std::vector<int64_t> shape, st;
+  if (s.tensor >= 0) {
+    const CTensor &t = tensors[s.tensor];
+    shape = t.desc.shape;
+    st = stridesOf(t);
+    o.byteOffset = t.desc.offset;
+    o.elemBytes = t.int8 ? 1 : 4;
+    o.offset = t.view ? t.vbase : 0;
+  } else {
+    shape = s.shape;
+    st = rowMajor(shape);
+    o.inWeights = true;
+    o.byteOffset = s.weightOff;
+  }
+  // numpy broadcasting: shapes align at the right; size-1 dims repeat.
+  o.strides.assign(loop.size(), 0);
+  size_t lead = loop.size() - shape.size();
+  for (size_t d = 0; d < shape.size(); ++d)
+    if (shape[d] != 1)
+      o.strides[lead + d] = st[d];
+  return o;
+}
+
+Src GraphLowering::srcOf(Value v) {
+  if (auto c = constantOf(v)) {
+    Src s;
+    auto [it, fresh] = constantOffsets.try_emplace(v, 0);
+    if (fresh)
+      it->second = addArray(floatsOf(*c));
+    s.weightOff = it->second;
+    auto shape = cast<ShapedType>(v.getType()).getShape();
+    s.shape.assign(shape.begin(), shape.end());
+    return s;
+  }
+  return Src{tensorOf(v), -1, {}};
+}
+
+void GraphLowering::makeView(int base, Value res, std::vector<int64_t> strides,
+                             int64_t offset) {
+  CTensor v = tensors[base];
+  auto shape = cast<ShapedType>(res.getType()).getShape();
+  v.desc.name = nameOf(res);
+  v.desc.shape.assign(shape.begin(), shape.end());
+  v.flat = false;
+  v.view = true;
+  v.vstrides = std::move(strides);
+  v.vbase = offset;
+  v.manifestIndex = -1;
+  tensors.push_back(std::move(v));
+  valueTensor[res] = tensors.size() - 1;
 }
 
 void GraphLowering::fillEpilogueOut(Epilogue &ep, const CTensor &o) {
@@ -560,60 +786,311 @@ std::optional<std::pair<float, float>> GraphLowering::foldActivation(Value v,
 }
 
 LogicalResult GraphLowering::lowerQuantize(qat::QuantizeOp op) {
-  int in = tensorOf(op.getInput());
-  auto shape = op.getOutput().getType().getShape();
-  if (shape.size() != 4 && shape.size() != 2)
-    return op.emitError("qatc cannot compile a rank-")
-           << shape.size() << " QuantizeLinear yet (ranks 2 and 4 compile)";
   if (!qat::getPerTensorType(op.getOutput().getType()))
     return op.emitError("qatc compiles per-tensor activation quantization "
                         "only");
-  int o = resultTensor(op.getOutput(), plan::Layout::NHWC);
-  const CTensor &src = tensors[in];
-  int64_t C = shape[1], HW = shape.size() == 4 ? shape[2] * shape[3] : 1,
-          N = shape[0];
-  bool srcPlain = src.desc.layout == plan::Layout::Plain;
-  int64_t srcCS = srcPlain ? C : src.desc.channelStride;
-  addLayer(op, "quantize", "int8", true, 0, {in}, {o}, [=](KB &k) {
-    const CTensor &s = tensors[in], &d = tensors[o];
-    auto [b, e] = k.share(N * HW);
-    k.loop(b, e, 1, [&](Value p) {
-      Value n = k.div(p, k.c(HW)), hw = k.rem(p, k.c(HW));
-      k.loop(k.c(0), k.c(C), 1, [&](Value ch) {
-        Value si = srcPlain
-                       ? k.add(k.mul(k.add(k.mul(n, k.c(C)), ch), k.c(HW)), hw)
-                       : k.add(k.mul(p, k.c(srcCS)), ch);
-        Value x = k.load(k.f32, k.at(s.desc.offset, si, 4));
-        k.store(k.quantize(x, d.scale, d.zp, d.qmin, d.qmax),
-                k.at(d.desc.offset,
-                     k.add(k.mul(p, k.c(d.desc.channelStride)), ch), 1));
+  return lowerUnary(op, "quantize",
+                    [](KB &, ArrayRef<Value> v) { return v[0]; });
+}
+
+LogicalResult GraphLowering::lowerDequantize(qat::DequantizeOp op) {
+  if (!qat::getPerTensorType(op.getInput().getType()))
+    return op.emitError("qatc compiles per-tensor dequantization only");
+  return lowerUnary(op, "dequantize",
+                    [](KB &, ArrayRef<Value> v) { return v[0]; });
+}
+
+LogicalResult GraphLowering::lowerMap(Operation *op, std::vector<Src> ins,
+                                      std::string kernel, ScalarFn fn) {
+  Value res = op->getResult(0);
+  auto shape = cast<RankedTensorType>(res.getType()).getShape();
+  int o = resultTensor(res, layoutFor(shape));
+  std::optional<std::pair<float, float>> act;
+  if (!tensors[o].int8)
+    act = foldActivation(res, o);
+  std::vector<int> reads;
+  bool int8 = tensors[o].int8;
+  for (const Src &s : ins)
+    if (s.tensor >= 0) {
+      reads.push_back(s.tensor);
+      int8 |= tensors[s.tensor].int8;
+    }
+  std::vector<int64_t> loop(shape.begin(), shape.end());
+  addLayer(
+      op, kernel, int8 ? "int8" : "fp32", product(loop) > 4096, 0, reads, {o},
+      [=](KB &k) {
+        StridedMap m;
+        m.shape = loop;
+        m.out = operand(Src{o, -1, {}}, loop);
+        for (const Src &s : ins)
+          m.ins.push_back(operand(s, loop));
+        const CTensor &O = tensors[o];
+        emitStridedMap(k, m, [&](ArrayRef<Value> v) -> Value {
+          SmallVector<Value> f;
+          for (size_t i = 0; i < ins.size(); ++i) {
+            const Src &s = ins[i];
+            f.push_back(s.tensor >= 0 && tensors[s.tensor].int8
+                            ? k.dequantize(v[i], tensors[s.tensor].zp,
+                                           tensors[s.tensor].scale)
+                            : v[i]);
+          }
+          Value y = fn(k, f);
+          if (act) {
+            if (!std::isinf(act->first))
+              y = k.b.create<arith::MaximumFOp>(k.loc, y, k.cf(act->first));
+            if (!std::isinf(act->second))
+              y = k.b.create<arith::MinimumFOp>(k.loc, y, k.cf(act->second));
+          }
+          return O.int8 ? k.quantize(y, O.scale, O.zp, O.qmin, O.qmax) : y;
+        });
+      });
+  return success();
+}
+
+LogicalResult GraphLowering::lowerTranspose(Operation *op, Value inV,
+                                            ArrayRef<int64_t> perm) {
+  int in = tensorOf(inV);
+  std::vector<int64_t> st = stridesOf(tensors[in]), out(perm.size());
+  for (size_t d = 0; d < perm.size(); ++d)
+    out[d] = st[perm[d]];
+  makeView(in, op->getResult(0), out, tensors[in].view ? tensors[in].vbase : 0);
+  return success();
+}
+
+LogicalResult GraphLowering::lowerSlice(Operation *op, Value inV,
+                                        ArrayRef<int64_t> starts,
+                                        ArrayRef<int64_t> steps) {
+  int in = tensorOf(inV);
+  std::vector<int64_t> st = stridesOf(tensors[in]);
+  if (starts.size() != st.size() || steps.size() != st.size())
+    return op->emitError("a slice needs bounds for every axis");
+  int64_t base = tensors[in].view ? tensors[in].vbase : 0;
+  for (size_t d = 0; d < st.size(); ++d) {
+    base += starts[d] * st[d];
+    st[d] *= steps[d];
+  }
+  makeView(in, op->getResult(0), st, base);
+  return success();
+}
+
+LogicalResult GraphLowering::lowerConcat(Operation *op, ValueRange ins,
+                                         int64_t axis) {
+  Value res = op->getResult(0);
+  auto shape = cast<RankedTensorType>(res.getType()).getShape();
+  if (axis < 0)
+    axis += shape.size();
+  int o = resultTensor(res, layoutFor(shape));
+  std::vector<int> parts;
+  for (Value v : ins)
+    parts.push_back(tensorOf(v));
+  for (int p : parts)
+    if (tensors[p].int8 != tensors[o].int8)
+      return op->emitError("qatc compiles a concatenation of int8 inputs to "
+                           "an int8 result, or of f32 inputs to f32");
+  addLayer(op, "concat", tensors[o].int8 ? "int8" : "fp32",
+           product(shape) > 4096, 0, parts, {o}, [=](KB &k) {
+             const CTensor &O = tensors[o];
+             int64_t start = 0;
+             for (int p : parts) {
+               const CTensor &P = tensors[p];
+               StridedMap m;
+               m.shape = P.desc.shape;
+               m.out = operand(Src{o, -1, {}}, m.shape);
+               m.out.offset += start * stridesOf(O)[axis];
+               m.ins = {operand(Src{p, -1, {}}, m.shape)};
+               start += P.desc.shape[axis];
+               bool same = !O.int8 || (P.zp == O.zp && P.scale == O.scale);
+               // Inputs with other quantization parameters are requantized.
+               emitStridedMap(k, m,
+                              same ? ElementFn()
+                                   : ElementFn([&](ArrayRef<Value> v) -> Value {
+                                       return k.quantize(
+                                           k.dequantize(v[0], P.zp, P.scale),
+                                           O.scale, O.zp, O.qmin, O.qmax);
+                                     }));
+             }
+           });
+  return success();
+}
+
+LogicalResult GraphLowering::lowerPad(onnx::PadOp op) {
+  if (llvm::any_of(op.getPads(), [](int64_t p) { return p != 0; }))
+    return op.emitError("qatc compiles Pad with zero pads only (other pads "
+                        "are folded into the convolution or pool that "
+                        "follows)");
+  valueTensor[op.getOutput()] = tensorOf(op.getData());
+  return success();
+}
+
+LogicalResult GraphLowering::lowerBatchNorm(onnx::BatchNormalizationOp op) {
+  auto shape = cast<ShapedType>(op.getX().getType()).getShape();
+  if (shape.size() < 2)
+    return op.emitError("BatchNormalization needs a channel axis");
+  std::vector<std::optional<ref::Tensor>> c = {
+      constantOf(op.getScale()), constantOf(op.getB()),
+      constantOf(op.getInputMean()), constantOf(op.getInputVar())};
+  if (llvm::any_of(c, [](auto &t) { return !t; }))
+    return op.emitError("qatc compiles BatchNormalization with constant "
+                        "parameters only");
+  int64_t C = shape[1];
+  std::vector<float> scale = floatsOf(*c[0]), bias = floatsOf(*c[1]),
+                     mean = floatsOf(*c[2]), var = floatsOf(*c[3]);
+  // As the reference: (x - mean) / sqrt(var + eps) * scale + bias, in f32.
+  std::vector<float> denom(C);
+  float eps = op.getEpsilon().convertToFloat();
+  for (int64_t i = 0; i < C; ++i)
+    denom[i] = std::sqrt(var[i] + eps);
+  std::vector<int64_t> cshape(shape.size() - 1, 1);
+  cshape[0] = C;
+  auto channel = [&](const std::vector<float> &v) {
+    return Src{-1, addArray(v), cshape};
+  };
+  return lowerMap(op,
+                  {srcOf(op.getX()), channel(mean), channel(denom),
+                   channel(scale), channel(bias)},
+                  "batchnorm", [](KB &k, ArrayRef<Value> v) -> Value {
+                    OpBuilder &b = k.b;
+                    Value y = b.create<arith::SubFOp>(k.loc, v[0], v[1]);
+                    y = b.create<arith::DivFOp>(k.loc, y, v[2]);
+                    y = b.create<arith::MulFOp>(k.loc, y, v[3]);
+                    return b.create<arith::AddFOp>(k.loc, y, v[4]);
+                  });
+}
+
+LogicalResult GraphLowering::lowerMean(Operation *op, Value inV,
+                                       ArrayRef<int64_t> axesIn) {
+  int in = tensorOf(inV);
+  Value res = op->getResult(0);
+  auto outShape = cast<ShapedType>(res.getType()).getShape();
+  std::vector<int64_t> inShape = tensors[in].desc.shape;
+  // No axes: ReduceMean over everything.
+  std::vector<bool> reduced(inShape.size(), axesIn.empty());
+  for (int64_t a : axesIn)
+    reduced[a < 0 ? a + inShape.size() : a] = true;
+  // The loop runs over the input shape with reduced axes of size 1 (the
+  // keepdims shape); the result's strides skip them.
+  int o = resultTensor(res, layoutFor(outShape));
+  std::vector<int64_t> loop, reduceShape;
+  for (size_t d = 0; d < inShape.size(); ++d) {
+    loop.push_back(reduced[d] ? 1 : inShape[d]);
+    if (reduced[d])
+      reduceShape.push_back(inShape[d]);
+  }
+  int64_t count = product(reduceShape);
+  bool int8In = tensors[in].int8;
+  addLayer(
+      op, int8In ? "int8-mean" : "fp32-mean", int8In ? "int8" : "fp32",
+      product(loop) >= 64, 0, {in}, {o}, [=](KB &k) {
+        const CTensor &X = tensors[in], &O = tensors[o];
+        StridedReduce r;
+        r.shape = loop;
+        StridedOperand full = operand(Src{in, -1, {}}, inShape);
+        r.in = full;
+        for (size_t d = 0; d < inShape.size(); ++d) {
+          if (reduced[d]) {
+            r.in.strides[d] = 0;
+            r.reduceStrides.push_back(full.strides[d]);
+          }
+        }
+        r.reduceShape = reduceShape;
+        // The result over the keepdims loop: its own strides in order.
+        std::vector<int64_t> ost = stridesOf(O);
+        r.out = operand(Src{o, -1, {}}, outShape);
+        r.out.strides.assign(loop.size(), 0);
+        for (size_t d = 0, j = 0; d < loop.size(); ++d) {
+          if (outShape.size() == loop.size()) {
+            r.out.strides[d] = loop[d] == 1 ? 0 : ost[d];
+          } else if (!reduced[d]) {
+            r.out.strides[d] = ost[j++];
+          }
+        }
+        OpBuilder &b = k.b;
+        emitStridedReduce(
+            k, r,
+            [&](ArrayRef<Value> v) -> Value {
+              Value x = v[1];
+              if (X.int8) {
+                // (q - z) summed exactly: integers below 2^24.
+                Value i = b.create<arith::ExtUIOp>(k.loc, k.i32, x);
+                i = b.create<arith::SubIOp>(
+                    k.loc, i, b.create<arith::ConstantIntOp>(k.loc, X.zp, 32));
+                x = b.create<arith::SIToFPOp>(k.loc, k.f32, i);
+              }
+              return b.create<arith::AddFOp>(k.loc, v[0], x);
+            },
+            [&](ArrayRef<Value> v) -> Value {
+              if (!X.int8)
+                return b.create<arith::DivFOp>(k.loc, v[0], k.cf(float(count)));
+              // As the reference: the mean in double, times the scale.
+              FloatType f64 = b.getF64Type();
+              Value m = b.create<arith::ExtFOp>(k.loc, f64, v[0]);
+              m = b.create<arith::DivFOp>(
+                  k.loc, m,
+                  b.create<arith::ConstantFloatOp>(
+                      k.loc, llvm::APFloat(double(count)), b.getF64Type()));
+              m = b.create<arith::MulFOp>(
+                  k.loc, m,
+                  b.create<arith::ConstantFloatOp>(
+                      k.loc, llvm::APFloat(X.desc.scale), b.getF64Type()));
+              Value y = b.create<arith::TruncFOp>(k.loc, k.f32, m);
+              return O.int8 ? k.quantize(y, O.scale, O.zp, O.qmin, O.qmax) : y;
+            });
+      });
+  return success();
+}
+
+LogicalResult GraphLowering::lowerSoftmax(onnx::SoftmaxOp op) {
+  auto shape = cast<ShapedType>(op.getX().getType()).getShape();
+  int64_t axis = op.getAxis();
+  if (axis < 0)
+    axis += shape.size();
+  if (axis != static_cast<int64_t>(shape.size()) - 1)
+    return op.emitError("qatc compiles Softmax over the last axis only");
+  int in = inLayout(tensorOf(op.getX()), plan::Layout::Plain, op.getLoc());
+  int o = resultTensor(op.getResult(), plan::Layout::Plain);
+  int64_t n = shape.back(), rows = product(shape) / n;
+  addLayer(op, "fp32-softmax", "fp32", rows >= 8, 0, {in}, {o}, [=](KB &k) {
+    OpBuilder &b = k.b;
+    int64_t xo = tensors[in].desc.offset, yo = tensors[o].desc.offset;
+    auto [b0, e0] = k.share(rows);
+    k.loop(b0, e0, 1, [&](Value r) {
+      Value base = k.mul(r, k.c(n));
+      auto x = [&](Value i) {
+        return k.load(k.f32, k.at(xo, k.add(base, i), 4));
+      };
+      Value mx =
+          k.loop(k.c(0), k.c(n), 1,
+                 ValueRange{k.cf(-std::numeric_limits<float>::infinity())},
+                 [&](Value i, ValueRange a) -> SmallVector<Value> {
+                   return {b.create<arith::MaximumFOp>(k.loc, a[0], x(i))};
+                 })[0];
+      Value sum = k.loop(k.c(0), k.c(n), 1, ValueRange{k.cf(0.f)},
+                         [&](Value i, ValueRange a) -> SmallVector<Value> {
+                           Value e = b.create<math::ExpOp>(
+                               k.loc, b.create<arith::SubFOp>(k.loc, x(i), mx));
+                           k.store(e, k.at(yo, k.add(base, i), 4));
+                           return {b.create<arith::AddFOp>(k.loc, a[0], e)};
+                         })[0];
+      k.loop(k.c(0), k.c(n), 1, [&](Value i) {
+        Value p = k.at(yo, k.add(base, i), 4);
+        k.store(b.create<arith::DivFOp>(k.loc, k.load(k.f32, p), sum), p);
       });
     });
   });
   return success();
 }
 
-LogicalResult GraphLowering::lowerDequantize(qat::DequantizeOp op) {
-  if (!qat::getPerTensorType(op.getInput().getType()))
-    return op.emitError("qatc compiles per-tensor dequantization only");
-  int in = inLayout(tensorOf(op.getInput()), plan::Layout::NHWC, op.getLoc());
-  int o = resultTensor(op.getOutput(), plan::Layout::NHWC);
-  int64_t C = tensors[in].channels(), P = tensors[in].pixels();
-  addLayer(op, "dequantize", "int8", true, 0, {in}, {o}, [=](KB &k) {
-    const CTensor &s = tensors[in], &d = tensors[o];
-    auto [b, e] = k.share(P);
-    k.loop(b, e, 1, [&](Value p) {
-      k.loop(k.c(0), k.c(C), 1, [&](Value ch) {
-        Value q = k.load(
-            k.i8, k.at(s.desc.offset,
-                       k.add(k.mul(p, k.c(s.desc.channelStride)), ch), 1));
-        k.store(k.dequantize(q, s.zp, s.scale),
-                k.at(d.desc.offset,
-                     k.add(k.mul(p, k.c(d.desc.channelStride)), ch), 4));
-      });
-    });
+LogicalResult GraphLowering::lowerPow(onnx::PowOp op) {
+  // x^2 (LayerNorm's variance) as a product; other exponents through powf.
+  if (auto e = constantOf(op.getY()))
+    if (e->numElements() == 1 && floatsOf(*e)[0] == 2.f)
+      return lowerMap(op, {srcOf(op.getX())}, "square",
+                      [](KB &k, ArrayRef<Value> v) -> Value {
+                        return k.b.create<arith::MulFOp>(k.loc, v[0], v[0]);
+                      });
+  return lowerBinary(op, "pow", [](KB &k, ArrayRef<Value> v) -> Value {
+    return k.b.create<math::PowFOp>(k.loc, v[0], v[1]);
   });
-  return success();
 }
 
 LogicalResult GraphLowering::denseConv(
@@ -854,62 +1331,23 @@ LogicalResult GraphLowering::lowerQatMatMul(qat::MatMulOp op) {
 LogicalResult
 GraphLowering::lowerElementwise(Operation *op, Value a, Value b, bool mul,
                                 std::optional<qat::ClampAttr> act) {
-  Value res = op->getResult(0);
-  auto rt = cast<RankedTensorType>(res.getType());
-  if (cast<ShapedType>(a.getType()).getShape() != rt.getShape() ||
-      cast<ShapedType>(b.getType()).getShape() != rt.getShape())
-    return op->emitError("qatc compiles elementwise ops on equal shapes only "
-                         "(broadcasting is not implemented yet)");
-  int ta = inLayout(tensorOf(a), plan::Layout::NHWC, op->getLoc());
-  int tb = inLayout(tensorOf(b), plan::Layout::NHWC, op->getLoc());
   float lo = -std::numeric_limits<float>::infinity(), hi = -lo;
   if (act && *act) {
     lo = static_cast<float>(act->getMin());
     hi = static_cast<float>(act->getMax());
   }
-  int o = resultTensor(res, plan::Layout::NHWC);
-  if (!tensors[o].int8 && !tensors[ta].int8)
-    if (auto f = foldActivation(res, o)) {
-      lo = f->first;
-      hi = f->second;
-    }
-  int64_t C = tensors[o].channels(), P = tensors[o].pixels();
-  bool int8In = tensors[ta].int8;
-  addLayer(op, mul ? "mul" : "add", int8In ? "int8" : "fp32", P * C > 4096, 0,
-           {ta, tb}, {o}, [=](KB &k) {
-             const CTensor &A = tensors[ta], &B = tensors[tb], &O = tensors[o];
-             OpBuilder &bb = k.b;
-             auto index = [&](const CTensor &t, Value p, Value ch) {
-               return k.add(k.mul(p, k.c(t.desc.channelStride)), ch);
-             };
-             auto value = [&](const CTensor &t, Value p, Value ch) -> Value {
-               if (!t.int8)
-                 return k.load(k.f32, k.at(t.desc.offset, index(t, p, ch), 4));
-               Value q = k.load(k.i8, k.at(t.desc.offset, index(t, p, ch), 1));
-               return k.dequantize(q, t.zp, t.scale);
-             };
-             auto [b0, e0] = k.share(P);
-             k.loop(b0, e0, 1, [&](Value p) {
-               k.loop(k.c(0), k.c(C), 1, [&](Value ch) {
-                 Value y = mul ? bb.create<arith::MulFOp>(
-                                       k.loc, value(A, p, ch), value(B, p, ch))
-                                     .getResult()
-                               : bb.create<arith::AddFOp>(
-                                       k.loc, value(A, p, ch), value(B, p, ch))
-                                     .getResult();
-                 if (!std::isinf(lo))
-                   y = bb.create<arith::MaximumFOp>(k.loc, y, k.cf(lo));
-                 if (!std::isinf(hi))
-                   y = bb.create<arith::MinimumFOp>(k.loc, y, k.cf(hi));
-                 if (O.int8)
-                   k.store(k.quantize(y, O.scale, O.zp, O.qmin, O.qmax),
-                           k.at(O.desc.offset, index(O, p, ch), 1));
-                 else
-                   k.store(y, k.at(O.desc.offset, index(O, p, ch), 4));
-               });
-             });
-           });
-  return success();
+  return lowerMap(
+      op, {srcOf(a), srcOf(b)}, mul ? "mul" : "add",
+      [=](KB &k, ArrayRef<Value> v) -> Value {
+        OpBuilder &bb = k.b;
+        Value y = mul ? bb.create<arith::MulFOp>(k.loc, v[0], v[1]).getResult()
+                      : bb.create<arith::AddFOp>(k.loc, v[0], v[1]).getResult();
+        if (!std::isinf(lo))
+          y = bb.create<arith::MaximumFOp>(k.loc, y, k.cf(lo));
+        if (!std::isinf(hi))
+          y = bb.create<arith::MinimumFOp>(k.loc, y, k.cf(hi));
+        return y;
+      });
 }
 
 LogicalResult GraphLowering::lowerClamp(Operation *op, Value inV, double lo,
@@ -947,22 +1385,51 @@ LogicalResult GraphLowering::lowerClamp(Operation *op, Value inV, double lo,
   return success();
 }
 
-LogicalResult GraphLowering::lowerMaxPool(Operation *op, Value inV,
-                                          ArrayRef<int64_t> kernel,
-                                          ArrayRef<int64_t> strides,
-                                          ArrayRef<int64_t> pads,
-                                          ArrayRef<int64_t> dilations) {
+LogicalResult GraphLowering::lowerPool(Operation *op, Value inV,
+                                       ArrayRef<int64_t> kernel,
+                                       ArrayRef<int64_t> strides,
+                                       ArrayRef<int64_t> pads,
+                                       ArrayRef<int64_t> dilations,
+                                       bool average, bool countPad) {
   if (kernel.size() != 2)
     return op->emitError("qatc compiles 2-D pooling only");
   int in = inLayout(tensorOf(inV), plan::Layout::NHWC, op->getLoc());
   int o = resultTensor(op->getResult(0), plan::Layout::NHWC);
+  if (!average && tensors[in].int8 &&
+      (tensors[o].zp != tensors[in].zp ||
+       tensors[o].scale != tensors[in].scale))
+    return op->emitError("an int8 max pool keeps its input's quantization");
   ConvSpec s;
   setWindow(s, tensors[in].desc.shape, tensors[o].desc.shape, kernel[0],
             kernel[1], strides, pads, dilations);
   int64_t C = tensors[o].channels();
+  // The divisor of every output position (ONNX: the taps inside the input,
+  // or inside the padded input with count_include_pad).
+  int64_t divOff = -1;
+  if (average) {
+    std::vector<float> divisor(s.OH * s.OW);
+    int64_t PB = pads.size() > 2 ? pads[2] : s.PT,
+            PR = pads.size() > 3 ? pads[3] : s.PL;
+    auto taps = [&](int64_t o, int64_t S, int64_t P, int64_t K, int64_t D,
+                    int64_t in, int64_t padEnd) {
+      int64_t n = 0;
+      for (int64_t t = 0; t < K; ++t) {
+        int64_t i = o * S - P + t * D;
+        n += countPad ? (i < in + padEnd) : (i >= 0 && i < in);
+      }
+      return n;
+    };
+    for (int64_t oh = 0; oh < s.OH; ++oh)
+      for (int64_t ow = 0; ow < s.OW; ++ow)
+        divisor[oh * s.OW + ow] = static_cast<float>(
+            std::max<int64_t>(taps(oh, s.SH, s.PT, s.KH, s.DH, s.H, PB) *
+                                  taps(ow, s.SW, s.PL, s.KW, s.DW, s.W, PR),
+                              1));
+    divOff = addArray(divisor);
+  }
   addLayer(
-      op, "maxpool", tensors[in].int8 ? "int8" : "fp32", true, 0, {in}, {o},
-      [=](KB &k) {
+      op, average ? "avgpool" : "maxpool", tensors[in].int8 ? "int8" : "fp32",
+      true, 0, {in}, {o}, [=](KB &k) {
         const CTensor &X = tensors[in], &O = tensors[o];
         int64_t es = X.int8 ? 1 : 4;
         Type et = X.int8 ? Type(k.i8) : Type(k.f32);
@@ -972,10 +1439,13 @@ LogicalResult GraphLowering::lowerMaxPool(Operation *op, Value inV,
           Value n = k.div(r, k.c(s.OH)), oh = k.rem(r, k.c(s.OH));
           k.loop(k.c(0), k.c(s.OW), 1, [&](Value ow) {
             k.loop(k.c(0), k.c(C), 1, [&](Value ch) {
-              Value m =
-                  X.int8
-                      ? bb.create<arith::ConstantIntOp>(k.loc, 0, 8).getResult()
-                      : k.cf(-std::numeric_limits<float>::infinity());
+              Value m;
+              if (average)
+                m = k.cf(0.f);
+              else
+                m = X.int8 ? bb.create<arith::ConstantIntOp>(k.loc, 0, 8)
+                                 .getResult()
+                           : k.cf(-std::numeric_limits<float>::infinity());
               for (int64_t kh = 0; kh < s.KH; ++kh)
                 for (int64_t kw = 0; kw < s.KW; ++kw) {
                   Value ih = k.add(k.mul(oh, k.c(s.SH)), k.c(kh * s.DH - s.PT));
@@ -991,18 +1461,53 @@ LogicalResult GraphLowering::lowerMaxPool(Operation *op, Value inV,
                       k.at(X.desc.offset,
                            k.add(k.mul(pixel, k.c(X.desc.channelStride)), ch),
                            es));
-                  Value mx =
-                      X.int8
-                          ? bb.create<arith::MaxUIOp>(k.loc, m, v).getResult()
-                          : bb.create<arith::MaximumFOp>(k.loc, m, v)
-                                .getResult();
-                  m = k.select(ok, mx, m);
+                  Value next;
+                  if (average) {
+                    if (X.int8) // q - z, exact in f32
+                      v = bb.create<arith::SIToFPOp>(
+                          k.loc, k.f32,
+                          bb.create<arith::SubIOp>(
+                              k.loc, bb.create<arith::ExtUIOp>(k.loc, k.i32, v),
+                              bb.create<arith::ConstantIntOp>(k.loc, X.zp,
+                                                              32)));
+                    next = bb.create<arith::AddFOp>(k.loc, m, v);
+                  } else {
+                    next =
+                        X.int8
+                            ? bb.create<arith::MaxUIOp>(k.loc, m, v).getResult()
+                            : bb.create<arith::MaximumFOp>(k.loc, m, v)
+                                  .getResult();
+                  }
+                  m = k.select(ok, next, m);
                 }
+              if (average) {
+                Value d = k.load(
+                    k.f32, k.gep(k.weights,
+                                 k.add(k.c(divOff),
+                                       k.mul(k.add(k.mul(oh, k.c(s.OW)), ow),
+                                             k.c(4)))));
+                if (X.int8) {
+                  // As the reference: the mean in double, times the scale.
+                  FloatType f64 = bb.getF64Type();
+                  Value md = bb.create<arith::DivFOp>(
+                      k.loc, bb.create<arith::ExtFOp>(k.loc, f64, m),
+                      bb.create<arith::ExtFOp>(k.loc, f64, d));
+                  md = bb.create<arith::MulFOp>(
+                      k.loc, md,
+                      bb.create<arith::ConstantFloatOp>(
+                          k.loc, llvm::APFloat(X.desc.scale), f64));
+                  m = bb.create<arith::TruncFOp>(k.loc, k.f32, md);
+                } else {
+                  m = bb.create<arith::DivFOp>(k.loc, m, d);
+                }
+                if (O.int8)
+                  m = k.quantize(m, O.scale, O.zp, O.qmin, O.qmax);
+              }
               Value opix =
                   k.add(k.mul(k.add(k.mul(n, k.c(s.OH)), oh), k.c(s.OW)), ow);
               k.store(m, k.at(O.desc.offset,
                               k.add(k.mul(opix, k.c(O.desc.channelStride)), ch),
-                              es));
+                              O.int8 ? 1 : 4));
             });
           });
         });
@@ -1017,8 +1522,9 @@ LogicalResult GraphLowering::lowerReshape(Operation *op, Value inV) {
   const CTensor x = tensors[in];
   auto shape = rt.getShape();
   // [N, C, 1, 1] NHWC -> [N, C]: the same bytes.
-  if (x.desc.layout == plan::Layout::NHWC && x.desc.shape.size() == 4 &&
-      shape.size() == 2 && x.dim(2) * x.dim(3) == 1 && shape[1] == x.dim(1)) {
+  if (!x.view && x.desc.layout == plan::Layout::NHWC &&
+      x.desc.shape.size() == 4 && shape.size() == 2 &&
+      x.dim(2) * x.dim(3) == 1 && shape[1] == x.dim(1)) {
     int a = alias(in, nameOf(res), shape);
     valueTensor[res] = a;
     return success();
@@ -1028,9 +1534,9 @@ LogicalResult GraphLowering::lowerReshape(Operation *op, Value inV) {
   bool onlyProducts = llvm::all_of(res.getUsers(), [](Operation *u) {
     return isa<qat::MatMulOp, onnx::GemmOp>(u);
   });
-  if (x.desc.layout == plan::Layout::NHWC && x.desc.shape.size() == 4 &&
-      shape.size() == 2 && shape[0] == x.dim(0) && x.dim(0) == 1 &&
-      onlyProducts && !res.use_empty()) {
+  if (!x.view && x.desc.layout == plan::Layout::NHWC &&
+      x.desc.shape.size() == 4 && shape.size() == 2 && shape[0] == x.dim(0) &&
+      x.dim(0) == 1 && onlyProducts && !res.use_empty()) {
     CTensor v = x;
     v.flat = true;
     v.fC = x.dim(1);
@@ -1044,8 +1550,38 @@ LogicalResult GraphLowering::lowerReshape(Operation *op, Value inV) {
     valueTensor[res] = tensors.size() - 1;
     return success();
   }
+  bool rowMajorBytes =
+      !x.view && !x.flat &&
+      (x.desc.layout == plan::Layout::Plain ||
+       (x.desc.shape.size() == 2 && x.desc.channelStride == x.dim(1)));
+  if (!rowMajorBytes && !x.flat) {
+    // A view of the same storage when the strides allow (splitting the
+    // channels of NHWC data, merging contiguous dimensions)...
+    if (auto st = reshapedStrides(x.desc.shape, stridesOf(x), shape)) {
+      makeView(in, res, *st, x.view ? x.vbase : 0);
+      return success();
+    }
+    // ... else one copy into the result's layout, looping over the common
+    // refinement of both shapes.
+    std::vector<int64_t> loop, sIn, sOut;
+    int o = resultTensor(res, layoutFor(shape));
+    if (refineShapes(x.desc.shape, stridesOf(x), shape, stridesOf(tensors[o]),
+                     loop, sIn, sOut)) {
+      addLayer(op, "strided-copy", "layout", product(shape) > 4096, 0, {in},
+               {o}, [=](KB &k) {
+                 StridedMap m;
+                 m.shape = loop;
+                 m.out = operand(Src{o, -1, {}}, tensors[o].desc.shape);
+                 m.out.strides = sOut;
+                 m.ins = {operand(Src{in, -1, {}}, tensors[in].desc.shape)};
+                 m.ins[0].strides = sIn;
+                 emitStridedMap(k, m, nullptr);
+               });
+      return success();
+    }
+    // (The result tensor stays unused: it takes no arena space.)
+  }
   // Anything else: plain row-major order is reshape-invariant.
-  // (A rank-2 NHWC tensor without padding already is in that order.)
   int plain = inLayout(in, plan::Layout::Plain, op->getLoc());
   int a = alias(plain, nameOf(res), shape);
   tensors[a].desc.layout = plan::Layout::Plain;
@@ -1110,37 +1646,6 @@ LogicalResult GraphLowering::lowerGemm(onnx::GemmOp op) {
                        });
 }
 
-LogicalResult GraphLowering::lowerGlobalAvgPool(onnx::GlobalAveragePoolOp op) {
-  auto rt = cast<RankedTensorType>(op.getY().getType());
-  if (rt.getRank() != 4)
-    return op.emitError("qatc compiles 2-D global pooling only");
-  int in = inLayout(tensorOf(op.getX()), plan::Layout::NHWC, op.getLoc());
-  int o = resultTensor(op.getY(), plan::Layout::NHWC);
-  const CTensor &x = tensors[in];
-  int64_t N = x.dim(0), C = x.dim(1), HW = x.dim(2) * x.dim(3);
-  addLayer(op, "fp32-global-avgpool", "fp32", false, 0, {in}, {o}, [=](KB &k) {
-    const CTensor &X = tensors[in], &O = tensors[o];
-    OpBuilder &bb = k.b;
-    k.loop(k.c(0), k.c(N), 1, [&](Value n) {
-      k.loop(k.c(0), k.c(C), 1, [&](Value ch) {
-        SmallVector<Value> sum =
-            k.loop(k.c(0), k.c(HW), 1, ValueRange{k.cf(0.f)},
-                   [&](Value p, ValueRange acc) -> SmallVector<Value> {
-                     Value idx = k.add(k.mul(k.add(k.mul(n, k.c(HW)), p),
-                                             k.c(X.desc.channelStride)),
-                                       ch);
-                     Value v = k.load(k.f32, k.at(X.desc.offset, idx, 4));
-                     return {bb.create<arith::AddFOp>(k.loc, acc[0], v)};
-                   });
-        Value mean = bb.create<arith::DivFOp>(k.loc, sum[0], k.cf(float(HW)));
-        k.store(mean, k.at(O.desc.offset,
-                           k.add(k.mul(n, k.c(O.desc.channelStride)), ch), 4));
-      });
-    });
-  });
-  return success();
-}
-
 LogicalResult GraphLowering::run() {
   // Graph inputs: plain, as the user gives them.
   std::vector<std::string> inNames = ref::getInputNames(func);
@@ -1183,15 +1688,143 @@ LogicalResult GraphLowering::run() {
                                 double(o.getMax() + so));
             })
             .Case<qat::MaxPoolOp>([&](auto o) {
-              return lowerMaxPool(o, o.getInput(), o.getKernelShape(),
-                                  o.getStrides(), o.getPads(),
-                                  o.getDilations());
+              return lowerPool(o, o.getInput(), o.getKernelShape(),
+                               o.getStrides(), o.getPads(), o.getDilations());
             })
             .Case<onnx::MaxPoolOp>([&](auto o) {
-              return lowerMaxPool(o, o.getX(), o.getKernelShape(),
-                                  o.getStrides(), o.getPads(),
-                                  o.getDilations());
+              return lowerPool(o, o.getX(), o.getKernelShape(), o.getStrides(),
+                               o.getPads(), o.getDilations());
             })
+            .Case<qat::AvgPoolOp>([&](auto o) {
+              return lowerPool(o, o.getInput(), o.getKernelShape(),
+                               o.getStrides(), o.getPads(), {}, true,
+                               o.getCountIncludePad() != 0);
+            })
+            .Case<onnx::AveragePoolOp>([&](auto o) {
+              return lowerPool(o, o.getX(), o.getKernelShape(), o.getStrides(),
+                               o.getPads(), o.getDilations(), true,
+                               o.getCountIncludePad() != 0);
+            })
+            .Case<qat::GlobalAvgPoolOp>([&](auto o) {
+              return lowerMean(o, o.getInput(), {2, 3});
+            })
+            .Case<onnx::GlobalAveragePoolOp>([&](auto o) {
+              return lowerMean(o, o.getX(), {2, 3});
+            })
+            .Case<onnx::ReduceMeanOp>(
+                [&](auto o) { return lowerMean(o, o.getData(), o.getAxes()); })
+            .Case<qat::ConcatOp>([&](auto o) {
+              return lowerConcat(o, o.getInputs(), o.getAxis());
+            })
+            .Case<onnx::ConcatOp>([&](auto o) {
+              return lowerConcat(o, o.getInputs(), o.getAxis());
+            })
+            .Case<qat::TransposeOp>([&](auto o) {
+              return lowerTranspose(o, o.getInput(), o.getPerm());
+            })
+            .Case<onnx::TransposeOp>([&](auto o) {
+              return lowerTranspose(o, o.getData(), o.getPerm());
+            })
+            .Case<qat::SliceOp>([&](auto o) {
+              return lowerSlice(o, o.getInput(), o.getStarts(), o.getSteps());
+            })
+            .Case<onnx::SliceOp>([&](auto o) {
+              return lowerSlice(o, o.getData(), o.getStarts(), o.getSteps());
+            })
+            .Case<onnx::PadOp>([&](auto o) { return lowerPad(o); })
+            .Case<onnx::BatchNormalizationOp>(
+                [&](auto o) { return lowerBatchNorm(o); })
+            .Case<onnx::SoftmaxOp>([&](auto o) { return lowerSoftmax(o); })
+            .Case<onnx::PowOp>([&](auto o) { return lowerPow(o); })
+            .Case<onnx::SubOp>([&](auto o) {
+              return lowerBinary(o, "sub", [](KB &k, ArrayRef<Value> v) {
+                return k.b.create<arith::SubFOp>(k.loc, v[0], v[1]);
+              });
+            })
+            .Case<onnx::MulOp>([&](auto o) {
+              return lowerBinary(o, "mul", [](KB &k, ArrayRef<Value> v) {
+                return k.b.create<arith::MulFOp>(k.loc, v[0], v[1]);
+              });
+            })
+            .Case<onnx::DivOp>([&](auto o) {
+              return lowerBinary(o, "div", [](KB &k, ArrayRef<Value> v) {
+                return k.b.create<arith::DivFOp>(k.loc, v[0], v[1]);
+              });
+            })
+            .Case<onnx::SigmoidOp>([&](auto o) {
+              return lowerUnary(o, "sigmoid", [](KB &k, ArrayRef<Value> v) {
+                // 1 / (1 + exp(-x)), as the reference.
+                OpBuilder &b = k.b;
+                Value e = b.create<math::ExpOp>(
+                    k.loc, b.create<arith::NegFOp>(k.loc, v[0]));
+                return b.create<arith::DivFOp>(
+                    k.loc, k.cf(1.f),
+                    b.create<arith::AddFOp>(k.loc, k.cf(1.f), e));
+              });
+            })
+            .Case<onnx::HardSigmoidOp>([&](auto o) {
+              float alpha = o.getAlpha().convertToFloat(),
+                    beta = o.getBeta().convertToFloat();
+              return lowerUnary(
+                  o, "hardsigmoid", [=](KB &k, ArrayRef<Value> v) -> Value {
+                    OpBuilder &b = k.b;
+                    Value y = b.create<arith::AddFOp>(
+                        k.loc,
+                        b.create<arith::MulFOp>(k.loc, v[0], k.cf(alpha)),
+                        k.cf(beta));
+                    y = b.create<arith::MinimumFOp>(k.loc, y, k.cf(1.f));
+                    return b.create<arith::MaximumFOp>(k.loc, y, k.cf(0.f));
+                  });
+            })
+            .Case<onnx::HardSwishOp>([&](auto o) {
+              return lowerUnary(
+                  o, "hardswish", [](KB &k, ArrayRef<Value> v) -> Value {
+                    OpBuilder &b = k.b;
+                    Value y = b.create<arith::AddFOp>(
+                        k.loc,
+                        b.create<arith::MulFOp>(k.loc, v[0], k.cf(1.f / 6.f)),
+                        k.cf(0.5f));
+                    y = b.create<arith::MinimumFOp>(k.loc, y, k.cf(1.f));
+                    y = b.create<arith::MaximumFOp>(k.loc, y, k.cf(0.f));
+                    return b.create<arith::MulFOp>(k.loc, v[0], y);
+                  });
+            })
+            .Case<onnx::ErfOp>([&](auto o) {
+              return lowerUnary(o, "erf", [](KB &k, ArrayRef<Value> v) {
+                return k.b.create<math::ErfOp>(k.loc, v[0]);
+              });
+            })
+            .Case<onnx::TanhOp>([&](auto o) {
+              return lowerUnary(o, "tanh", [](KB &k, ArrayRef<Value> v) {
+                return k.b.create<math::TanhOp>(k.loc, v[0]);
+              });
+            })
+            .Case<onnx::ExpOp>([&](auto o) {
+              return lowerUnary(o, "exp", [](KB &k, ArrayRef<Value> v) {
+                return k.b.create<math::ExpOp>(k.loc, v[0]);
+              });
+            })
+            .Case<onnx::SqrtOp>([&](auto o) {
+              return lowerUnary(o, "sqrt", [](KB &k, ArrayRef<Value> v) {
+                return k.b.create<math::SqrtOp>(k.loc, v[0]);
+              });
+            })
+            .Case<onnx::NegOp>([&](auto o) {
+              return lowerUnary(o, "neg", [](KB &k, ArrayRef<Value> v) {
+                return k.b.create<arith::NegFOp>(k.loc, v[0]);
+              });
+            })
+            .Case<onnx::ReciprocalOp>([&](auto o) {
+              return lowerUnary(o, "reciprocal", [](KB &k, ArrayRef<Value> v) {
+                return k.b.create<arith::DivFOp>(k.loc, k.cf(1.f), v[0]);
+              });
+            })
+            .Case<onnx::IdentityOp>([&](auto o) {
+              valueTensor[o->getResult(0)] = tensorOf(o->getOperand(0));
+              return success();
+            })
+            .Case<onnx::SqueezeOp, onnx::UnsqueezeOp>(
+                [&](Operation *o) { return lowerReshape(o, o->getOperand(0)); })
             .Case<qat::ReshapeOp>(
                 [&](auto o) { return lowerReshape(o, o.getInput()); })
             .Case<onnx::FlattenOp>(
@@ -1200,8 +1833,6 @@ LogicalResult GraphLowering::run() {
                 [&](auto o) { return lowerReshape(o, o.getData()); })
             .Case<onnx::ConvOp>([&](auto o) { return lowerFloatConv(o); })
             .Case<onnx::GemmOp>([&](auto o) { return lowerGemm(o); })
-            .Case<onnx::GlobalAveragePoolOp>(
-                [&](auto o) { return lowerGlobalAvgPool(o); })
             .Case<onnx::AddOp>([&](auto o) {
               return lowerElementwise(o, o.getA(), o.getB(), false,
                                       std::nullopt);

@@ -21,6 +21,9 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
 
+#include <functional>
+#include <vector>
+
 namespace qatc::codegen {
 
 /// Thin helpers over an OpBuilder for i64 index math, byte-addressed loads
@@ -143,6 +146,43 @@ struct DepthwiseSpec : ConvSpec {
   int64_t C = 0;
 };
 void emitDepthwise(KB &k, const DepthwiseSpec &s);
+
+/// One operand of a strided loop nest: element (i_0, ..., i_r-1) of the
+/// nest is at byte `byteOffset + elemBytes * (offset + sum i_d * strides[d])`
+/// of the arena, or of the weights blob for constants. A stride of 0
+/// broadcasts.
+struct StridedOperand {
+  bool inWeights = false;
+  int64_t byteOffset = 0; ///< the tensor's arena / weights offset
+  int64_t elemBytes = 4;  ///< 1: u8 (loaded as i8), 4: f32
+  int64_t offset = 0;     ///< elements
+  std::vector<int64_t> strides;
+};
+
+/// The scalar body of a strided loop: loaded operand values to a result.
+using ElementFn =
+    std::function<mlir::Value(llvm::ArrayRef<mlir::Value> operands)>;
+
+/// out[i] = fn(ins[0][i], ...) over every index i of `shape`; without `fn`
+/// the first input is copied. The dimensions are ordered and merged by the
+/// result's strides, threads share all but the innermost.
+struct StridedMap {
+  std::vector<int64_t> shape;
+  StridedOperand out;
+  std::vector<StridedOperand> ins;
+};
+void emitStridedMap(KB &k, const StridedMap &m, const ElementFn &fn);
+
+/// out[i] = finish(fold(combine, init, in[i, j] for j in reduceShape)), an
+/// f32 accumulator; `in.strides` walk `shape`, `reduceStrides` the reduced
+/// index space.
+struct StridedReduce {
+  std::vector<int64_t> shape, reduceShape, reduceStrides;
+  StridedOperand out, in;
+  float init = 0;
+};
+void emitStridedReduce(KB &k, const StridedReduce &r, const ElementFn &combine,
+                       const ElementFn &finish);
 
 } // namespace qatc::codegen
 

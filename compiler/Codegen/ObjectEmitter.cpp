@@ -17,10 +17,12 @@
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
 #include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVMPass.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Transforms/Passes.h"
 
 #include "llvm/IR/LegacyPassManager.h"
@@ -126,6 +128,16 @@ LogicalResult qatc::codegen::compileKernels(ModuleOp kernels, const Target &t,
                                             std::vector<uint8_t> &bytes,
                                             std::string &error) {
   MLIRContext *ctx = kernels.getContext();
+  // exp, erf, tanh as polynomials LLVM can vectorize (libm calls would be
+  // scalar and tie the plan's code to the host's libm).
+  {
+    RewritePatternSet patterns(ctx);
+    populateMathPolynomialApproximationPatterns(patterns);
+    if (failed(applyPatternsAndFoldGreedily(kernels, std::move(patterns)))) {
+      error = "approximating the kernels' math functions failed";
+      return failure();
+    }
+  }
   PassManager pm(ctx);
   pm.addPass(createConvertSCFToCFPass());
   pm.addPass(createConvertVectorToLLVMPass());

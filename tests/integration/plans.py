@@ -49,7 +49,7 @@ def plan_checksum(data, skip_off=24, skip_len=8):
     return h
 
 
-def check_model(c, label, model, inp, labelled, work):
+def check_model(c, label, model, inp, labelled, work, targets):
     ref = os.path.join(work, "ref.npz")
     ref_dump = os.path.join(work, "ref-dump")
     c.qatc("eval", model, "--stage=qat", "--input", inp, "-o", ref,
@@ -57,7 +57,7 @@ def check_model(c, label, model, inp, labelled, work):
     ref_out = outputs(ref)
     ref_tensors = load_outputs(ref_dump)
     first = None
-    for target in TARGETS:
+    for target in targets:
         plan = os.path.join(work, f"{target}.plan")
         c.qatc("compile", model, "--target-cpu", target, "-o", plan)
         out = os.path.join(work, f"{target}.npz")
@@ -184,6 +184,8 @@ def main():
     ap.add_argument("--generated", action="append", default=[],
                     help="a generated model (both its Q/DQ and float "
                          "variants) that must compile; random input")
+    ap.add_argument("--targets", default=",".join(TARGETS),
+                    help="comma-separated --target-cpu values (default: %(default)s)")
     args = ap.parse_args()
     c = Checker(args)
     os.makedirs(args.work, exist_ok=True)
@@ -205,7 +207,7 @@ def main():
         os.makedirs(work, exist_ok=True)
         print(f"== {label}", flush=True)
         try:
-            check_model(c, label, model, inp, labelled, work)
+            check_model(c, label, model, inp, labelled, work, args.targets.split(","))
         except RuntimeError as e:
             c.fail(label, str(e))
         if first_plan is None and os.path.exists(os.path.join(work, "host.plan")):

@@ -1,0 +1,154 @@
+//===- StridedKernels.cpp - elementwise, movement and reduction loops -----===//
+//
+// Every op that is not a convolution or a matrix product is a loop nest over
+// an index space whose operands are addressed by per-dimension element
+// strides: elementwise math with numpy broadcasting (stride 0), layout
+// changes, transposes and slices (permuted / scaled strides), concatenation
+// (a box of the result), reductions. One emitter serves them all, so a new
+// op is a stride computation and a scalar body, and LLVM vectorizes the
+// innermost loop where its strides are 0 or 1.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelBuilder.h"
+
+#include <numeric>
+
+using namespace mlir;
+using namespace qatc::codegen;
+
+namespace {
+
+/// The loop nest of a map after normalization: unit dimensions dropped,
+/// dimensions ordered by the result's stride (the innermost the densest) and
+/// neighbours merged where every operand walks them as one.
+struct Nest {
+  std::vector<int64_t> shape;
+  std::vector<std::vector<int64_t>> strides; ///< [operand][dim]; 0 = result
+};
+
+Nest normalize(const std::vector<int64_t> &shape,
+               const std::vector<const StridedOperand *> &ops) {
+  size_t rank = shape.size();
+  std::vector<size_t> dims;
+  for (size_t d = 0; d < rank; ++d)
+    if (shape[d] != 1)
+      dims.push_back(d);
+  // Outer to inner by the result's stride; stable, so equal strides keep the
+  // logical order.
+  std::stable_sort(dims.begin(), dims.end(), [&](size_t a, size_t b) {
+    return ops[0]->strides[a] > ops[0]->strides[b];
+  });
+  Nest n;
+  n.strides.resize(ops.size());
+  for (size_t d : dims) {
+    bool merge = !n.shape.empty();
+    for (size_t o = 0; merge && o < ops.size(); ++o)
+      merge = n.strides[o].back() == ops[o]->strides[d] * shape[d];
+    if (merge) {
+      n.shape.back() *= shape[d];
+      for (size_t o = 0; o < ops.size(); ++o)
+        n.strides[o].back() = ops[o]->strides[d];
+      continue;
+    }
+    n.shape.push_back(shape[d]);
+    for (size_t o = 0; o < ops.size(); ++o)
+      n.strides[o].push_back(ops[o]->strides[d]);
+  }
+  if (n.shape.empty()) {
+    n.shape.push_back(1);
+    for (auto &s : n.strides)
+      s.push_back(0);
+  }
+  return n;
+}
+
+Value address(KB &k, const StridedOperand &op, Value elementIndex) {
+  Value base = op.inWeights ? k.weights : k.arena;
+  return k.gep(base, k.add(k.c(op.byteOffset + op.offset * op.elemBytes),
+                           k.mul(elementIndex, k.c(op.elemBytes))));
+}
+
+Type elementType(KB &k, const StridedOperand &op) {
+  return op.elemBytes == 1 ? k.i8 : k.f32;
+}
+
+/// Runs `body(index of operand o)` over the nest: threads share the outer
+/// iterations (all dimensions but the innermost), the innermost is a plain
+/// counted loop.
+void walk(KB &k, const Nest &n,
+          llvm::function_ref<void(ArrayRef<Value>)> body) {
+  size_t rank = n.shape.size(), count = n.strides.size();
+  int64_t outer = 1;
+  for (size_t d = 0; d + 1 < rank; ++d)
+    outer *= n.shape[d];
+  auto [b0, e0] = k.share(outer);
+  k.loop(b0, e0, 1, [&](Value i) {
+    // Decompose the flat outer index (constant divisors) into operand bases.
+    SmallVector<Value> base(count, k.c(0));
+    Value rest = i;
+    for (size_t d = rank - 1; d-- > 0;) {
+      Value idx = d == 0 ? rest : k.rem(rest, k.c(n.shape[d]));
+      if (d > 0)
+        rest = k.div(rest, k.c(n.shape[d]));
+      for (size_t o = 0; o < count; ++o)
+        if (n.strides[o][d])
+          base[o] = k.add(base[o], k.mul(idx, k.c(n.strides[o][d])));
+    }
+    k.loop(k.c(0), k.c(n.shape[rank - 1]), 1, [&](Value j) {
+      SmallVector<Value> index;
+      for (size_t o = 0; o < count; ++o)
+        index.push_back(
+            n.strides[o][rank - 1]
+                ? k.add(base[o], k.mul(j, k.c(n.strides[o][rank - 1])))
+                : base[o]);
+      body(index);
+    });
+  });
+}
+
+} // namespace
+
+void qatc::codegen::emitStridedMap(KB &k, const StridedMap &m,
+                                   const ElementFn &fn) {
+  std::vector<const StridedOperand *> ops = {&m.out};
+  for (const StridedOperand &in : m.ins)
+    ops.push_back(&in);
+  Nest n = normalize(m.shape, ops);
+  walk(k, n, [&](ArrayRef<Value> index) {
+    SmallVector<Value> loaded;
+    for (size_t i = 0; i < m.ins.size(); ++i)
+      loaded.push_back(
+          k.load(elementType(k, m.ins[i]), address(k, m.ins[i], index[i + 1])));
+    k.store(fn ? fn(loaded) : loaded[0], address(k, m.out, index[0]));
+  });
+}
+
+void qatc::codegen::emitStridedReduce(KB &k, const StridedReduce &r,
+                                      const ElementFn &combine,
+                                      const ElementFn &finish) {
+  Nest n = normalize(r.shape, {&r.out, &r.in});
+  // The reduced dimensions, innermost last, as one flat counted loop.
+  StridedOperand red;
+  red.strides = r.reduceStrides;
+  Nest rn = normalize(r.reduceShape, {&red});
+  int64_t total = std::accumulate(rn.shape.begin(), rn.shape.end(), int64_t(1),
+                                  std::multiplies<int64_t>());
+  walk(k, n, [&](ArrayRef<Value> index) {
+    SmallVector<Value> acc =
+        k.loop(k.c(0), k.c(total), 1, ValueRange{k.cf(r.init)},
+               [&](Value t, ValueRange a) -> SmallVector<Value> {
+                 Value off = k.c(0), rest = t;
+                 for (size_t d = rn.shape.size(); d-- > 0;) {
+                   Value idx = d == 0 ? rest : k.rem(rest, k.c(rn.shape[d]));
+                   if (d > 0)
+                     rest = k.div(rest, k.c(rn.shape[d]));
+                   off = k.add(off, k.mul(idx, k.c(rn.strides[0][d])));
+                 }
+                 Value v = k.load(elementType(k, r.in),
+                                  address(k, r.in, k.add(index[1], off)));
+                 return {combine({a[0], v})};
+               });
+    k.store(finish ? finish({acc[0]}) : acc[0], address(k, r.out, index[0]));
+  });
+}
