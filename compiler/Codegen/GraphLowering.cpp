@@ -373,6 +373,16 @@ private:
   LogicalResult lowerMean(Operation *op, Value in, ArrayRef<int64_t> axes);
   LogicalResult lowerSoftmax(onnx::SoftmaxOp op);
   LogicalResult lowerPow(onnx::PowOp op);
+  LogicalResult lowerFloatMatMul(onnx::MatMulOp op);
+  /// `t` as a [M, K] matrix with contiguous (int8: 4-padded) rows for the
+  /// dense kernel: an alias of plain data, else a copy.
+  int asRows(int t, Location loc);
+  /// A batched product of two activations (numpy matmul broadcasting) into
+  /// `o`: per element acc * mult (int8), * scale[n], + bias[n], clamp.
+  LogicalResult batchedProduct(Operation *op, Value a, Value b, bool transB,
+                               int o, float mult, int64_t scaleOff,
+                               int64_t biasOff,
+                               std::optional<qat::ClampAttr> act);
 
   /// A 2-D convolution, int8 or fp32, dense or depthwise, of input tensor
   /// `in` to `o`; `weight(i)` is element i of the [OC, IC/group, KH, KW]
@@ -1290,26 +1300,203 @@ GraphLowering::matrixProduct(Operation *op, bool int8, int in, int o, int64_t K,
       -1);
 }
 
+int GraphLowering::asRows(int t, Location loc) {
+  const CTensor &x = tensors[t];
+  if (x.flat)
+    return t;
+  if (x.desc.shape.size() == 2)
+    return inLayout(t, plan::Layout::NHWC, loc);
+  int64_t K = x.desc.shape.back(), M = product(x.desc.shape) / K;
+  std::vector<int64_t> rows = {M, K};
+  if (!x.view && x.desc.layout == plan::Layout::Plain &&
+      (!x.int8 || K % 4 == 0)) {
+    // The same bytes as a [M, K] matrix.
+    int a = alias(t, x.desc.name, rows);
+    tensors[a].desc.layout = plan::Layout::NHWC;
+    tensors[a].desc.channelStride = K;
+    out.manifest.tensors[tensors[a].manifestIndex] = tensors[a].desc;
+    return a;
+  }
+  // A copy with the rows padded for the int8 kernel.
+  CTensor copy = x;
+  copy.view = false;
+  copy.vstrides.clear();
+  copy.vbase = 0;
+  copy.desc.shape = rows;
+  copy.desc.layout = plan::Layout::NHWC;
+  copy.desc.channelStride = x.int8 ? roundUp(K, 4) : K;
+  int r = addTensor(copy);
+  std::vector<int64_t> shape = x.desc.shape;
+  addLayer(loc, nodeName(loc), "layout", "strided-copy", "layout",
+           product(shape) > 4096, 0, {t}, {r}, [=](KB &k) {
+             StridedMap m;
+             m.shape = shape;
+             m.ins = {operand(Src{t, -1, {}}, shape)};
+             m.out = operand(Src{r, -1, {}}, rows);
+             // Row m of the copy holds the last axis of input index m.
+             m.out.strides.assign(shape.size(), 0);
+             int64_t st = tensors[r].desc.channelStride;
+             m.out.strides.back() = 1;
+             for (size_t d = shape.size() - 1; d-- > 0;) {
+               m.out.strides[d] = st;
+               st *= shape[d];
+             }
+             emitStridedMap(k, m, nullptr);
+           });
+  return r;
+}
+
+LogicalResult GraphLowering::batchedProduct(Operation *op, Value a, Value b,
+                                            bool transB, int o, float mult,
+                                            int64_t scaleOff, int64_t biasOff,
+                                            std::optional<qat::ClampAttr> act) {
+  int ta = tensorOf(a), tb = tensorOf(b);
+  std::vector<int64_t> outShape = tensors[o].desc.shape;
+  size_t rank = outShape.size();
+  int64_t M = outShape[rank - 2], N = outShape[rank - 1],
+          K = tensors[ta].desc.shape.back();
+  std::vector<int64_t> batch(outShape.begin(), outShape.end() - 2);
+  int64_t batches = product(batch);
+  float lo = -std::numeric_limits<float>::infinity(), hi = -lo;
+  if (act && *act) {
+    lo = static_cast<float>(act->getMin());
+    hi = static_cast<float>(act->getMax());
+  }
+  bool int8 = tensors[ta].int8;
+  addLayer(
+      op, int8 ? "int8-batched-matmul" : "fp32-batched-matmul",
+      int8 ? "int8" : "fp32", batches * M * N * K > 50000, batches * M * N * K,
+      {ta, tb}, {o}, [=](KB &k) {
+        const CTensor &A = tensors[ta], &B = tensors[tb], &O = tensors[o];
+        std::vector<int64_t> la = batch, lb = batch;
+        la.insert(la.end(), {M, K});
+        lb.insert(lb.end(), transB ? std::initializer_list<int64_t>{N, K}
+                                   : std::initializer_list<int64_t>{K, N});
+        StridedOperand sa = operand(Src{ta, -1, {}}, la),
+                       sb = operand(Src{tb, -1, {}}, lb),
+                       so = operand(Src{o, -1, {}}, outShape);
+        if (transB)
+          std::swap(sb.strides[rank - 2], sb.strides[rank - 1]);
+        OpBuilder &bb = k.b;
+        auto elem = [&](const StridedOperand &s, Value idx) {
+          Value p = k.gep(s.inWeights ? k.weights : k.arena,
+                          k.add(k.c(s.byteOffset + s.offset * s.elemBytes),
+                                k.mul(idx, k.c(s.elemBytes))));
+          Value v = k.load(s.elemBytes == 1 ? k.i8 : k.f32, p);
+          return v;
+        };
+        auto centered = [&](Value q, int64_t zp) -> Value {
+          Value i = bb.create<arith::ExtUIOp>(k.loc, k.i32, q);
+          return bb.create<arith::SubIOp>(
+              k.loc, i, bb.create<arith::ConstantIntOp>(k.loc, zp, 32));
+        };
+        auto [b0, e0] = k.share(batches * M);
+        k.loop(b0, e0, 1, [&](Value r) {
+          Value m = k.rem(r, k.c(M)), rest = k.div(r, k.c(M));
+          Value ba = k.mul(m, k.c(sa.strides[rank - 2])),
+                bo = k.mul(m, k.c(so.strides[rank - 2])), bbase = k.c(0);
+          for (size_t d = rank - 2; d-- > 0;) {
+            Value idx = d == 0 ? rest : k.rem(rest, k.c(batch[d]));
+            if (d > 0)
+              rest = k.div(rest, k.c(batch[d]));
+            ba = k.add(ba, k.mul(idx, k.c(sa.strides[d])));
+            bbase = k.add(bbase, k.mul(idx, k.c(sb.strides[d])));
+            bo = k.add(bo, k.mul(idx, k.c(so.strides[d])));
+          }
+          k.loop(k.c(0), k.c(N), 1, [&](Value n) {
+            Value zero =
+                int8 ? bb.create<arith::ConstantIntOp>(k.loc, 0, 32).getResult()
+                     : k.cf(0.f);
+            Value acc = k.loop(
+                k.c(0), k.c(K), 1, ValueRange{zero},
+                [&](Value kk, ValueRange s) -> SmallVector<Value> {
+                  Value x =
+                      elem(sa, k.add(ba, k.mul(kk, k.c(sa.strides[rank - 1]))));
+                  Value w = elem(
+                      sb,
+                      k.add(bbase, k.add(k.mul(kk, k.c(sb.strides[rank - 2])),
+                                         k.mul(n, k.c(sb.strides[rank - 1])))));
+                  if (int8)
+                    return {bb.create<arith::AddIOp>(
+                        k.loc, s[0],
+                        bb.create<arith::MulIOp>(k.loc, centered(x, A.zp),
+                                                 centered(w, B.zp)))};
+                  return {bb.create<arith::AddFOp>(
+                      k.loc, s[0], bb.create<arith::MulFOp>(k.loc, x, w))};
+                })[0];
+            Value y = int8
+                          ? bb.create<arith::MulFOp>(
+                                  k.loc,
+                                  bb.create<arith::SIToFPOp>(k.loc, k.f32, acc),
+                                  k.cf(mult))
+                                .getResult()
+                          : acc;
+            auto channel = [&](int64_t off) {
+              return k.load(
+                  k.f32, k.gep(k.weights, k.add(k.c(off), k.mul(n, k.c(4)))));
+            };
+            if (scaleOff >= 0)
+              y = bb.create<arith::MulFOp>(k.loc, y, channel(scaleOff));
+            if (biasOff >= 0)
+              y = bb.create<arith::AddFOp>(k.loc, y, channel(biasOff));
+            if (!std::isinf(lo))
+              y = bb.create<arith::MaximumFOp>(k.loc, y, k.cf(lo));
+            if (!std::isinf(hi))
+              y = bb.create<arith::MinimumFOp>(k.loc, y, k.cf(hi));
+            Value idx = k.add(bo, k.mul(n, k.c(so.strides[rank - 1])));
+            if (O.int8)
+              k.store(k.quantize(y, O.scale, O.zp, O.qmin, O.qmax),
+                      k.at(O.desc.offset, idx, 1));
+            else
+              k.store(y, k.at(O.desc.offset, idx, 4));
+          });
+        });
+      });
+  return success();
+}
+
 LogicalResult GraphLowering::lowerQatMatMul(qat::MatMulOp op) {
-  if (op.getLhs().getType().getRank() != 2)
-    return op.emitError("qatc compiles 2-D matrix products only (batched "
-                        "MatMul is not implemented yet)");
   auto w = constantOf(op.getRhs());
-  if (!w)
-    return op.emitError("qatc compiles matrix products with a constant "
-                        "right-hand side only");
+  bool outInt8 =
+      isa<quant::QuantizedType>(op.getOutput().getType().getElementType());
+  auto outShape = op.getOutput().getType().getShape();
+  if (!w || cast<ShapedType>(op.getRhs().getType()).getRank() != 2) {
+    // Activation x activation (attention): a batched product.
+    if (op.getResidual())
+      return op.emitError("a residual on a matrix product is not compiled "
+                          "yet");
+    if (!qat::getPerTensorType(op.getRhs().getType()))
+      return op.emitError("qatc compiles activation matrix products with a "
+                          "per-tensor right-hand side only");
+    int o = resultTensor(op.getOutput(), plan::Layout::Plain);
+    const CTensor &A = tensors[tensorOf(op.getLhs())],
+                  &B = tensors[tensorOf(op.getRhs())];
+    float mult =
+        static_cast<float>(A.desc.scale) * static_cast<float>(B.desc.scale);
+    int64_t N = outShape.back(), scaleOff = -1, biasOff = -1;
+    if (op.getBias() &&
+        failed(addChannelConstant(op, op.getBias(), "bias", N, biasOff)))
+      return failure();
+    if (op.getChannelScale() &&
+        failed(addChannelConstant(op, op.getChannelScale(), "channel scale", N,
+                                  scaleOff)))
+      return failure();
+    if (op.getResidualActivation())
+      return op.emitError("a residual activation without a residual");
+    return batchedProduct(op, op.getLhs(), op.getRhs(), op.getTransposeRhs(), o,
+                          mult, scaleOff, biasOff, op.getActivation());
+  }
   qat::QuantLayout wl(op.getRhs().getType());
   if (failed(requireSymmetric(op, wl)))
     return failure();
-  int in = tensorOf(op.getLhs());
+  int in = asRows(tensorOf(op.getLhs()), op.getLoc());
   const CTensor &x = tensors[in];
   auto rs = cast<ShapedType>(op.getRhs().getType()).getShape();
   bool tr = op.getTransposeRhs();
   int64_t K = tr ? rs[1] : rs[0], N = tr ? rs[0] : rs[1];
-  bool outInt8 =
-      isa<quant::QuantizedType>(op.getOutput().getType().getElementType());
-  int o = resultTensor(op.getOutput(),
-                       outInt8 ? plan::Layout::NHWC : plan::Layout::Plain);
+  int o = resultTensor(op.getOutput(), outInt8 && outShape.size() == 2
+                                           ? plan::Layout::NHWC
+                                           : plan::Layout::Plain);
   Epilogue ep;
   if (failed(linearEpilogue(op, x, wl, N, o, ep)))
     return failure();
@@ -1613,6 +1800,30 @@ LogicalResult GraphLowering::lowerFloatConv(onnx::ConvOp op) {
                    [wf](int64_t i) -> double { return wf[i]; });
 }
 
+LogicalResult GraphLowering::lowerFloatMatMul(onnx::MatMulOp op) {
+  auto w = constantOf(op.getB());
+  auto bs = cast<ShapedType>(op.getB().getType()).getShape();
+  int o = resultTensor(op.getY(), plan::Layout::Plain);
+  if (!w || bs.size() != 2) {
+    std::optional<std::pair<float, float>> act = foldActivation(op.getY(), o);
+    std::optional<qat::ClampAttr> clamp;
+    if (act)
+      clamp = qat::ClampAttr::get(op.getContext(), act->first, act->second);
+    return batchedProduct(op, op.getA(), op.getB(), false, o, 1.f, -1, -1,
+                          clamp);
+  }
+  if (cast<ShapedType>(op.getA().getType()).getRank() < 2)
+    return op.emitError("qatc compiles MatMul with a matrix left-hand side");
+  std::vector<float> wf = floatsOf(*w);
+  int in = asRows(tensorOf(op.getA()), op.getLoc());
+  int64_t K = bs[0], N = bs[1];
+  Epilogue ep;
+  foldActivation(op.getY(), o, ep);
+  return matrixProduct(
+      op, false, in, o, K, N, ep, -1,
+      [wf, N](int64_t n, int64_t k) -> double { return wf[k * N + n]; });
+}
+
 LogicalResult GraphLowering::lowerGemm(onnx::GemmOp op) {
   if (op.getTransA() || op.getAlpha().convertToFloat() != 1.f ||
       op.getBeta().convertToFloat() != 1.f)
@@ -1622,7 +1833,7 @@ LogicalResult GraphLowering::lowerGemm(onnx::GemmOp op) {
   if (!w)
     return op.emitError("qatc compiles Gemm with a constant B only");
   std::vector<float> wf = floatsOf(*w);
-  int in = tensorOf(op.getA());
+  int in = asRows(tensorOf(op.getA()), op.getLoc());
   auto bs = cast<ShapedType>(op.getB().getType()).getShape();
   bool tr = op.getTransB();
   int64_t K = tr ? bs[1] : bs[0], N = tr ? bs[0] : bs[1];
@@ -1833,6 +2044,7 @@ LogicalResult GraphLowering::run() {
                 [&](auto o) { return lowerReshape(o, o.getData()); })
             .Case<onnx::ConvOp>([&](auto o) { return lowerFloatConv(o); })
             .Case<onnx::GemmOp>([&](auto o) { return lowerGemm(o); })
+            .Case<onnx::MatMulOp>([&](auto o) { return lowerFloatMatMul(o); })
             .Case<onnx::AddOp>([&](auto o) {
               return lowerElementwise(o, o.getA(), o.getB(), false,
                                       std::nullopt);
