@@ -267,7 +267,8 @@ private:
   /// The tensor of op result `res` (int8 when its type is quantized).
   int resultTensor(Value res, plan::Layout layout);
   int alias(int base, std::string name, ArrayRef<int64_t> shape);
-  int tensorOf(Value v) { return valueTensor.lookup(v); }
+  /// The tensor holding `v`; a constant gets one, filled by a layer.
+  int tensorOf(Value v);
   /// `t` in NHWC (converting a plain rank-4 tensor) or plain, and not a
   /// view: a copy when needed.
   int inLayout(int t, plan::Layout want, Location loc);
@@ -379,7 +380,7 @@ private:
   int asRows(int t, Location loc);
   /// A batched product of two activations (numpy matmul broadcasting) into
   /// `o`: per element acc * mult (int8), * scale[n], + bias[n], clamp.
-  LogicalResult batchedProduct(Operation *op, Value a, Value b, bool transB,
+  LogicalResult batchedProduct(Operation *op, int ta, int tb, bool transB,
                                int o, float mult, int64_t scaleOff,
                                int64_t biasOff,
                                std::optional<qat::ClampAttr> act);
@@ -420,6 +421,7 @@ private:
   std::map<std::pair<int, int>, int> converted;
   llvm::DenseSet<Operation *> folded;
   llvm::DenseMap<Value, int64_t> constantOffsets;
+  bool constantError = false;
 };
 
 /// Sets the window of `s` from NCHW shapes and ONNX attributes.
@@ -691,6 +693,34 @@ StridedOperand GraphLowering::operand(const Src &s,
     if (shape[d] != 1)
       o.strides[lead + d] = st[d];
   return o;
+}
+
+int GraphLowering::tensorOf(Value v) {
+  if (auto it = valueTensor.find(v); it != valueTensor.end())
+    return it->second;
+  // A constant read where a tensor is needed (a graph output, a Concat
+  // input): copied from the weights once.
+  auto type = cast<ShapedType>(v.getType());
+  Src c = srcOf(v);
+  if (c.tensor >= 0 || !type.getElementType().isF32()) {
+    if (!constantError)
+      emitError(v.getLoc(), "qatc compiles f32 constants only; this one is ")
+          << type;
+    constantError = true;
+    return 0;
+  }
+  int t = newTensor(nameOf(v), type.getShape(), false, plan::Layout::Plain);
+  valueTensor[v] = t;
+  std::vector<int64_t> shape(type.getShape().begin(), type.getShape().end());
+  addLayer(v.getLoc(), nameOf(v), "Constant", "constant", "fp32", false, 0, {},
+           {t}, [=](KB &k) {
+             StridedMap m;
+             m.shape = shape;
+             m.out = operand(Src{t, -1, {}}, shape);
+             m.ins = {operand(c, shape)};
+             emitStridedMap(k, m, nullptr);
+           });
+  return t;
 }
 
 Src GraphLowering::srcOf(Value v) {
@@ -1054,20 +1084,22 @@ LogicalResult GraphLowering::lowerSoftmax(onnx::SoftmaxOp op) {
   int64_t axis = op.getAxis();
   if (axis < 0)
     axis += shape.size();
-  if (axis != static_cast<int64_t>(shape.size()) - 1)
-    return op.emitError("qatc compiles Softmax over the last axis only");
   int in = inLayout(tensorOf(op.getX()), plan::Layout::Plain, op.getLoc());
   int o = resultTensor(op.getResult(), plan::Layout::Plain);
-  int64_t n = shape.back(), rows = product(shape) / n;
+  // Rows of n elements `inner` apart.
+  int64_t n = shape[axis], inner = product(shape.drop_front(axis + 1)),
+          rows = product(shape) / n;
   addLayer(op, "fp32-softmax", "fp32", rows >= 8, 0, {in}, {o}, [=](KB &k) {
     OpBuilder &b = k.b;
     int64_t xo = tensors[in].desc.offset, yo = tensors[o].desc.offset;
     auto [b0, e0] = k.share(rows);
     k.loop(b0, e0, 1, [&](Value r) {
-      Value base = k.mul(r, k.c(n));
-      auto x = [&](Value i) {
-        return k.load(k.f32, k.at(xo, k.add(base, i), 4));
+      Value base = k.add(k.mul(k.div(r, k.c(inner)), k.c(n * inner)),
+                         k.rem(r, k.c(inner)));
+      auto at = [&](int64_t off, Value i) {
+        return k.at(off, k.add(base, k.mul(i, k.c(inner))), 4);
       };
+      auto x = [&](Value i) { return k.load(k.f32, at(xo, i)); };
       Value mx =
           k.loop(k.c(0), k.c(n), 1,
                  ValueRange{k.cf(-std::numeric_limits<float>::infinity())},
@@ -1078,11 +1110,11 @@ LogicalResult GraphLowering::lowerSoftmax(onnx::SoftmaxOp op) {
                          [&](Value i, ValueRange a) -> SmallVector<Value> {
                            Value e = b.create<math::ExpOp>(
                                k.loc, b.create<arith::SubFOp>(k.loc, x(i), mx));
-                           k.store(e, k.at(yo, k.add(base, i), 4));
+                           k.store(e, at(yo, i));
                            return {b.create<arith::AddFOp>(k.loc, a[0], e)};
                          })[0];
       k.loop(k.c(0), k.c(n), 1, [&](Value i) {
-        Value p = k.at(yo, k.add(base, i), 4);
+        Value p = at(yo, i);
         k.store(b.create<arith::DivFOp>(k.loc, k.load(k.f32, p), sum), p);
       });
     });
@@ -1346,11 +1378,10 @@ int GraphLowering::asRows(int t, Location loc) {
   return r;
 }
 
-LogicalResult GraphLowering::batchedProduct(Operation *op, Value a, Value b,
+LogicalResult GraphLowering::batchedProduct(Operation *op, int ta, int tb,
                                             bool transB, int o, float mult,
                                             int64_t scaleOff, int64_t biasOff,
                                             std::optional<qat::ClampAttr> act) {
-  int ta = tensorOf(a), tb = tensorOf(b);
   std::vector<int64_t> outShape = tensors[o].desc.shape;
   size_t rank = outShape.size();
   int64_t M = outShape[rank - 2], N = outShape[rank - 1],
@@ -1431,6 +1462,8 @@ LogicalResult GraphLowering::batchedProduct(Operation *op, Value a, Value b,
                                   k.cf(mult))
                                 .getResult()
                           : acc;
+            if (!int8 && mult != 1.f)
+              y = bb.create<arith::MulFOp>(k.loc, y, k.cf(mult));
             auto channel = [&](int64_t off) {
               return k.load(
                   k.f32, k.gep(k.weights, k.add(k.c(off), k.mul(n, k.c(4)))));
@@ -1483,8 +1516,9 @@ LogicalResult GraphLowering::lowerQatMatMul(qat::MatMulOp op) {
       return failure();
     if (op.getResidualActivation())
       return op.emitError("a residual activation without a residual");
-    return batchedProduct(op, op.getLhs(), op.getRhs(), op.getTransposeRhs(), o,
-                          mult, scaleOff, biasOff, op.getActivation());
+    return batchedProduct(op, tensorOf(op.getLhs()), tensorOf(op.getRhs()),
+                          op.getTransposeRhs(), o, mult, scaleOff, biasOff,
+                          op.getActivation());
   }
   qat::QuantLayout wl(op.getRhs().getType());
   if (failed(requireSymmetric(op, wl)))
@@ -1539,10 +1573,13 @@ GraphLowering::lowerElementwise(Operation *op, Value a, Value b, bool mul,
 
 LogicalResult GraphLowering::lowerClamp(Operation *op, Value inV, double lo,
                                         double hi) {
-  int in = inLayout(tensorOf(inV), plan::Layout::NHWC, op->getLoc());
-  int o = resultTensor(op->getResult(0), plan::Layout::NHWC);
+  // Input and result in the same layout: one flat loop over the storage.
+  plan::Layout layout =
+      layoutFor(cast<ShapedType>(op->getResult(0).getType()).getShape());
+  int in = inLayout(tensorOf(inV), layout, op->getLoc());
+  int o = resultTensor(op->getResult(0), layout);
   const CTensor &x = tensors[in];
-  int64_t count = x.pixels() * x.desc.channelStride;
+  int64_t count = x.desc.storedElements();
   addLayer(op, "clamp", x.int8 ? "int8" : "fp32", count > 4096, 0, {in}, {o},
            [=](KB &k) {
              const CTensor &X = tensors[in], &O = tensors[o];
@@ -1809,8 +1846,8 @@ LogicalResult GraphLowering::lowerFloatMatMul(onnx::MatMulOp op) {
     std::optional<qat::ClampAttr> clamp;
     if (act)
       clamp = qat::ClampAttr::get(op.getContext(), act->first, act->second);
-    return batchedProduct(op, op.getA(), op.getB(), false, o, 1.f, -1, -1,
-                          clamp);
+    return batchedProduct(op, tensorOf(op.getA()), tensorOf(op.getB()), false,
+                          o, 1.f, -1, -1, clamp);
   }
   if (cast<ShapedType>(op.getA().getType()).getRank() < 2)
     return op.emitError("qatc compiles MatMul with a matrix left-hand side");
@@ -1825,31 +1862,58 @@ LogicalResult GraphLowering::lowerFloatMatMul(onnx::MatMulOp op) {
 }
 
 LogicalResult GraphLowering::lowerGemm(onnx::GemmOp op) {
-  if (op.getTransA() || op.getAlpha().convertToFloat() != 1.f ||
-      op.getBeta().convertToFloat() != 1.f)
-    return op.emitError("qatc compiles Gemm with alpha=1, beta=1, transA=0 "
-                        "only");
-  auto w = constantOf(op.getB());
-  if (!w)
-    return op.emitError("qatc compiles Gemm with a constant B only");
-  std::vector<float> wf = floatsOf(*w);
-  int in = asRows(tensorOf(op.getA()), op.getLoc());
+  float alpha = op.getAlpha().convertToFloat(),
+        beta = op.getBeta().convertToFloat();
+  int a = tensorOf(op.getA());
+  if (op.getTransA()) {
+    // A transposed view; the product reads it through a copy.
+    CTensor v = tensors[a];
+    std::vector<int64_t> st = stridesOf(v);
+    std::swap(st[0], st[1]);
+    std::swap(v.desc.shape[0], v.desc.shape[1]);
+    v.vbase = v.view ? v.vbase : 0;
+    v.view = true;
+    v.vstrides = st;
+    v.flat = false;
+    v.manifestIndex = -1;
+    tensors.push_back(v);
+    a = tensors.size() - 1;
+  }
   auto bs = cast<ShapedType>(op.getB().getType()).getShape();
   bool tr = op.getTransB();
   int64_t K = tr ? bs[1] : bs[0], N = tr ? bs[0] : bs[1];
   int o = resultTensor(op.getY(), plan::Layout::Plain);
-  Epilogue ep;
+  std::vector<float> bias;
   if (op.getC()) {
-    auto b = constantOf(op.getC());
-    if (!b)
+    auto c = constantOf(op.getC());
+    if (!c)
       return op.emitError("qatc compiles Gemm with a constant C only");
-    std::vector<float> bias = floatsOf(*b);
+    bias = floatsOf(*c);
     if (bias.size() == 1)
       bias.assign(N, bias[0]);
     if (static_cast<int64_t>(bias.size()) != N)
       return op.emitError("qatc compiles Gemm with a per-column C only");
-    ep.biasOff = addChannels(bias, N);
+    for (float &x : bias)
+      x *= beta;
   }
+  Epilogue ep;
+  if (!bias.empty())
+    ep.biasOff = addChannels(bias, N);
+  auto w = constantOf(op.getB());
+  if (!w) {
+    std::optional<std::pair<float, float>> act = foldActivation(op.getY(), o);
+    std::optional<qat::ClampAttr> clamp;
+    if (act)
+      clamp = qat::ClampAttr::get(op.getContext(), act->first, act->second);
+    return batchedProduct(op, a, tensorOf(op.getB()), tr, o, alpha, -1,
+                          ep.biasOff, clamp);
+  }
+  std::vector<float> wf = floatsOf(*w);
+  // alpha folds into the weights.
+  if (alpha != 1.f)
+    for (float &x : wf)
+      x *= alpha;
+  int in = asRows(a, op.getLoc());
   foldActivation(op.getY(), o, ep);
   return matrixProduct(op, false, in, o, K, N, ep, -1,
                        [wf, tr, K, N](int64_t n, int64_t k) -> double {
@@ -1860,10 +1924,17 @@ LogicalResult GraphLowering::lowerGemm(onnx::GemmOp op) {
 LogicalResult GraphLowering::run() {
   // Graph inputs: plain, as the user gives them.
   std::vector<std::string> inNames = ref::getInputNames(func);
+  if (func.getNumArguments() == 0)
+    return func.emitError("the model has no inputs (its outputs are "
+                          "constants): there is nothing to compile");
   for (auto [i, arg] : llvm::enumerate(func.getArguments())) {
     auto type = dyn_cast<RankedTensorType>(arg.getType());
     if (!type || !type.getElementType().isF32())
       return func.emitError("qatc compiles models with f32 inputs only; "
+                            "input ")
+             << i << " is " << arg.getType();
+    if (type.getNumElements() == 0)
+      return func.emitError("qatc compiles models whose inputs have elements; "
                             "input ")
              << i << " is " << arg.getType();
     int t =
@@ -2020,6 +2091,42 @@ LogicalResult GraphLowering::run() {
                 return k.b.create<math::SqrtOp>(k.loc, v[0]);
               });
             })
+            .Case<onnx::LeakyReluOp>([&](auto o) {
+              float alpha = o.getAlpha().convertToFloat();
+              return lowerUnary(
+                  o, "leakyrelu", [=](KB &k, ArrayRef<Value> v) -> Value {
+                    OpBuilder &b = k.b;
+                    Value neg = b.create<arith::CmpFOp>(
+                        k.loc, arith::CmpFPredicate::OLT, v[0], k.cf(0.f));
+                    return k.select(
+                        neg, b.create<arith::MulFOp>(k.loc, v[0], k.cf(alpha)),
+                        v[0]);
+                  });
+            })
+            .Case<onnx::LogOp>([&](auto o) {
+              return lowerUnary(o, "log", [](KB &k, ArrayRef<Value> v) {
+                return k.b.create<math::LogOp>(k.loc, v[0]);
+              });
+            })
+            .Case<onnx::AbsOp>([&](auto o) {
+              return lowerUnary(o, "abs", [](KB &k, ArrayRef<Value> v) {
+                return k.b.create<math::AbsFOp>(k.loc, v[0]);
+              });
+            })
+            .Case<onnx::SplitOp>([&](onnx::SplitOp o) -> LogicalResult {
+              // Every piece is a slice view of the input.
+              int in = tensorOf(o.getInput());
+              int64_t rank = cast<ShapedType>(o.getInput().getType()).getRank(),
+                      axis = o.getAxis() < 0 ? o.getAxis() + rank : o.getAxis();
+              std::vector<int64_t> st = stridesOf(tensors[in]);
+              int64_t base = tensors[in].view ? tensors[in].vbase : 0;
+              for (Value r : o.getResults()) {
+                makeView(in, r, st, base);
+                base +=
+                    cast<ShapedType>(r.getType()).getDimSize(axis) * st[axis];
+              }
+              return success();
+            })
             .Case<onnx::NegOp>([&](auto o) {
               return lowerUnary(o, "neg", [](KB &k, ArrayRef<Value> v) {
                 return k.b.create<arith::NegFOp>(k.loc, v[0]);
@@ -2064,6 +2171,27 @@ LogicalResult GraphLowering::run() {
               std::vector<std::string> names = ref::getOutputNames(func);
               for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
                 int t = tensorOf(v);
+                if (constantError)
+                  return failure();
+                // A graph input or an earlier output returned again gets a
+                // tensor of its own (its name is this output's).
+                auto &io = out.manifest;
+                int mi = tensors[t].manifestIndex;
+                if (llvm::is_contained(io.inputs, mi) ||
+                    llvm::is_contained(io.outputs, mi)) {
+                  CTensor copy = tensors[t];
+                  int c = addTensor(copy);
+                  std::vector<int64_t> shape = copy.desc.shape;
+                  addLayer(ret.getLoc(), copy.desc.name, "Identity", "copy",
+                           "fp32", false, 0, {t}, {c}, [=](KB &k) {
+                             StridedMap m;
+                             m.shape = shape;
+                             m.out = operand(Src{c, -1, {}}, shape);
+                             m.ins = {operand(Src{t, -1, {}}, shape)};
+                             emitStridedMap(k, m, nullptr);
+                           });
+                  t = c;
+                }
                 if (tensors[t].int8)
                   return ret.emitError("qatc compiles models with float "
                                        "outputs only (output ")
@@ -2086,7 +2214,7 @@ LogicalResult GraphLowering::run() {
                      << " to native code yet (it runs in the reference "
                         "evaluator: qatc eval)";
             });
-    if (failed(r))
+    if (failed(r) || constantError)
       return failure();
   }
 

@@ -15,6 +15,13 @@ reason, in node_conformance_skipped.txt. The run fails if a listed test
 passes (stale entry), if a test not listed fails, or if fewer than 95% of the
 candidates pass.
 
+With --plans, each candidate is compiled to a plan (`qatc compile`, for
+--target-cpu) and run (`qatc run`) instead: a test qatc refuses to compile
+with a clean error naming the node is counted as not compiled, every plan
+that compiles must match the expected outputs like the evaluator (tests
+expected not to are listed in plan_conformance_skipped.txt), and at least
+--min-compiled tests must compile.
+
 Run with Debian's /usr/bin/python3 (it needs numpy and onnx).
 """
 import argparse
@@ -108,8 +115,12 @@ def compare(name, expected, got, declared, notes):
     return None
 
 
-def run_test(qatc, work, job):
-    """Evaluates one test; returns (name, None if it passed else the reason, notes)."""
+NOT_COMPILED = "not compiled"
+
+
+def run_test(qatc, work, job, target=None):
+    """Evaluates one test (or compiles and runs its plan for `target`);
+    returns (name, None if it passed else the reason, notes)."""
     name = job["name"]
     notes = []
     if job["missing"]:
@@ -117,17 +128,25 @@ def run_test(qatc, work, job):
     out = os.path.join(work, name + ".out.npz")
     if os.path.exists(out):
         os.remove(out)
-    cmd = [qatc, "eval", job["model"], "-o", out]
-    cmd += [f"--freeze-input={k}={v}" for k, v in job["frozen"].items()]
-    cmd += [f"--input={k}={v}" for k, v in job["inputs"].items()]
-    try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT)
-    except subprocess.TimeoutExpired:
-        return name, f"qatc eval timed out after {TIMEOUT} s", notes
-    if p.returncode != 0:
-        kind = "crashed" if p.returncode < 0 or p.returncode > 1 else "failed"
-        err = (p.stderr.strip() or p.stdout.strip()).splitlines()
-        return name, f"qatc eval {kind} (exit {p.returncode}): " + "\n    ".join(err[:8]), notes
+    frozen = [f"--freeze-input={k}={v}" for k, v in job["frozen"].items()]
+    inputs = [f"--input={k}={v}" for k, v in job["inputs"].items()]
+    steps = [("qatc eval", [qatc, "eval", job["model"], "-o", out] + frozen + inputs)]
+    if target:
+        plan_path = os.path.join(work, name + ".plan")
+        steps = [("qatc compile", [qatc, "compile", job["model"], "--target-cpu", target,
+                                   "-o", plan_path] + frozen),
+                 ("qatc run", [qatc, "run", plan_path, "-o", out] + inputs)]
+    for i, (what, cmd) in enumerate(steps):
+        try:
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT)
+        except subprocess.TimeoutExpired:
+            return name, f"{what} timed out after {TIMEOUT} s", notes
+        if p.returncode == 1 and target and i == 0 and "error:" in p.stderr:
+            return name, NOT_COMPILED, [p.stderr.strip().splitlines()[-1]]
+        if p.returncode != 0:
+            kind = "crashed" if p.returncode < 0 or p.returncode > 1 else "failed"
+            err = (p.stderr.strip() or p.stdout.strip()).splitlines()
+            return name, f"{what} {kind} (exit {p.returncode}): " + "\n    ".join(err[:8]), notes
     try:
         got = dict(np.load(out, allow_pickle=False))
     except Exception as e:  # noqa: BLE001 - any unreadable output is a failure
@@ -157,6 +176,10 @@ def main():
     ap.add_argument("--work", required=True)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--only", action="append", default=[], help="run only these tests")
+    ap.add_argument("--plans", metavar="TARGET",
+                    help="compile and run plans for this --target-cpu instead of evaluating")
+    ap.add_argument("--min-compiled", type=int, default=0,
+                    help="with --plans: fail if fewer tests compile")
     ap.add_argument("-v", "--verbose", action="store_true",
                     help="also print why each skipped test fails")
     args = ap.parse_args()
@@ -186,9 +209,13 @@ def main():
         jobs = [j for j in jobs if j["name"] in args.only]
 
     passed, failed, skipped_ok, skip_notes, dtype_notes = [], [], [], [], []
+    not_compiled = []
     with concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as pool:
         for name, why, notes in pool.map(
-                lambda j: run_test(args.qatc, args.work, j), jobs):
+                lambda j: run_test(args.qatc, args.work, j, args.plans), jobs):
+            if why == NOT_COMPILED:
+                not_compiled.append(f"{name}: {notes[0] if notes else ''}")
+                continue
             if why is None and notes:
                 dtype_notes += [f"{name}: {n}" for n in notes]
             if why is None and name in skipped:
@@ -211,6 +238,19 @@ def main():
         print("NOTE: passed comparing values only:", note)
     for f in failures:
         print("FAIL:", f)
+    if args.plans:
+        if args.verbose:
+            for note in not_compiled:
+                print("NOT COMPILED:", note)
+        compiled = len(jobs) - len(not_compiled)
+        print(f"ONNX node tests as plans ({args.plans}): {len(jobs)} candidates, {compiled} "
+              f"compiled, {len(passed)} passed, {len(failed)} failed, {len(skipped_ok)} "
+              f"skipped (each with a reason), {len(not_compiled)} refused by the compiler "
+              f"({time.time() - start:.0f} s)")
+        if compiled < args.min_compiled:
+            print(f"FAIL: {compiled} tests compile, fewer than --min-compiled {args.min_compiled}")
+            return 1
+        return 1 if failures else 0
     n = len(jobs)
     rate = 100.0 * len(passed) / n if n else 0.0
     print(f"ONNX node conformance: {n} candidates, {len(passed)} passed, {len(failed)} failed, "
