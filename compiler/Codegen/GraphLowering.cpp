@@ -27,6 +27,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <deque>
 
 using namespace mlir;
 using namespace qatc;
@@ -292,7 +293,7 @@ private:
   }
   /// A per-channel f32 array padded for 16-lane loads past the last channel.
   int64_t addChannels(std::vector<float> v, int64_t channels) {
-    v.resize(roundUp(channels, 64) + 16, 0.f);
+    v.resize(roundUp(channels, 64) + 64, 0.f);
     return addArray(v);
   }
   /// The per-channel values of constant `v` (a bias, a channel scale) in the
@@ -374,6 +375,7 @@ private:
   LogicalResult lowerMean(Operation *op, Value in, ArrayRef<int64_t> axes);
   LogicalResult lowerSoftmax(onnx::SoftmaxOp op);
   LogicalResult lowerPow(onnx::PowOp op);
+  LogicalResult lowerLayerNorm(onnx::LayerNormalizationOp op);
   LogicalResult lowerFloatMatMul(onnx::MatMulOp op);
   /// `t` as a [M, K] matrix with contiguous (int8: 4-padded) rows for the
   /// dense kernel: an alias of plain data, else a copy.
@@ -394,12 +396,26 @@ private:
                           ArrayRef<int64_t> dilations, Epilogue ep,
                           int64_t corrOff, int residual,
                           std::function<double(int64_t)> weight);
+  /// Picks the tile of `s` and packs `weightAt(oc, ic, kh, kw)` for it
+  /// (zero beyond the real channels).
+  DenseConvSpec
+  packDense(DenseConvSpec s,
+            std::function<double(int64_t, int64_t, int64_t, int64_t)> weightAt);
+  std::string denseKernelName(const DenseConvSpec &s) const;
   /// A dense convolution layer: packs `weightAt(oc, ic, kh, kw)` for the
   /// micro-kernel (zero beyond the real channels) and picks the tile.
   LogicalResult
   denseConv(Operation *op, DenseConvSpec s, int in, int outT,
             std::function<double(int64_t, int64_t, int64_t, int64_t)> weightAt,
             int residual);
+  /// A grouped convolution: one dense kernel per group in one layer, each
+  /// reading its input channels and writing its output channels in place.
+  LogicalResult groupedConv(Operation *op, bool int8, int in, int o,
+                            ArrayRef<int64_t> wShape, int64_t group,
+                            ArrayRef<int64_t> strides, ArrayRef<int64_t> pads,
+                            ArrayRef<int64_t> dilations, Epilogue ep,
+                            int64_t corrOff, int residual,
+                            std::function<double(int64_t)> weight);
   /// A matrix product of `in` ([M, K], or a flattened NHWC view) with the
   /// constant weight `weightAt(n, k)` (ONNX order) as a 1x1 convolution.
   LogicalResult matrixProduct(Operation *op, bool int8, int in, int o,
@@ -414,7 +430,8 @@ private:
   func::FuncOp func;
   const Target &target;
   LoweredGraph &out;
-  std::vector<CTensor> tensors;
+  /// A deque: handlers hold references to tensors while adding others.
+  std::deque<CTensor> tensors;
   std::vector<Storage> storages;
   std::vector<Layer> layers;
   llvm::DenseMap<Value, int> valueTensor;
@@ -570,7 +587,7 @@ LogicalResult GraphLowering::addChannelConstant(Operation *op, Value v,
 int64_t GraphLowering::addZeroPointTerms(
     int64_t channels, int64_t zx,
     llvm::function_ref<int64_t(int64_t)> weightSum) {
-  std::vector<int32_t> corr(roundUp(channels, 64) + 16, 0);
+  std::vector<int32_t> corr(roundUp(channels, 64) + 64, 0);
   for (int64_t c = 0; c < channels; ++c)
     corr[c] = static_cast<int32_t>(-zx * weightSum(c));
   return addArray(corr);
@@ -1122,6 +1139,77 @@ LogicalResult GraphLowering::lowerSoftmax(onnx::SoftmaxOp op) {
   return success();
 }
 
+LogicalResult GraphLowering::lowerLayerNorm(onnx::LayerNormalizationOp op) {
+  auto shape = cast<ShapedType>(op.getX().getType()).getShape();
+  int64_t axis = static_cast<int64_t>(op.getAxis());
+  if (axis < 0)
+    axis += shape.size();
+  int64_t n = product(shape.drop_front(axis)), rows = product(shape) / n;
+  // Scale and bias over the normalized block (broadcast from 1 element).
+  auto block = [&](Value v, float fill) -> std::optional<std::vector<float>> {
+    if (!v)
+      return std::vector<float>(n, fill);
+    auto c = constantOf(v);
+    if (!c)
+      return std::nullopt;
+    std::vector<float> f = floatsOf(*c);
+    if (f.size() == 1)
+      f.assign(n, f[0]);
+    if (static_cast<int64_t>(f.size()) != n)
+      return std::nullopt;
+    return f;
+  };
+  auto scale = block(op.getScale(), 1.f), bias = block(op.getB(), 0.f);
+  if (!scale || !bias)
+    return op.emitError("qatc compiles LayerNormalization with constant "
+                        "scale and bias over the normalized axes only");
+  int64_t scaleOff = addArray(*scale), biasOff = addArray(*bias);
+  int in = inLayout(tensorOf(op.getX()), plan::Layout::Plain, op.getLoc());
+  int o = resultTensor(op.getY(), plan::Layout::Plain);
+  float eps = op.getEpsilon().convertToFloat();
+  addLayer(op, "fp32-layernorm", "fp32", rows >= 8, 0, {in}, {o}, [=](KB &k) {
+    OpBuilder &b = k.b;
+    int64_t xo = tensors[in].desc.offset, yo = tensors[o].desc.offset;
+    auto [b0, e0] = k.share(rows);
+    k.loop(b0, e0, 1, [&](Value r) {
+      Value base = k.mul(r, k.c(n));
+      auto x = [&](Value i) {
+        return k.load(k.f32, k.at(xo, k.add(base, i), 4));
+      };
+      auto sum = [&](llvm::function_ref<Value(Value)> term) {
+        return k.loop(k.c(0), k.c(n), 1, ValueRange{k.cf(0.f)},
+                      [&](Value i, ValueRange a) -> SmallVector<Value> {
+                        return {b.create<arith::AddFOp>(k.loc, a[0], term(i))};
+                      })[0];
+      };
+      Value mean = b.create<arith::DivFOp>(
+          k.loc, sum([&](Value i) { return x(i); }), k.cf(float(n)));
+      Value var = b.create<arith::DivFOp>(
+          k.loc, sum([&](Value i) -> Value {
+            Value d = b.create<arith::SubFOp>(k.loc, x(i), mean);
+            return b.create<arith::MulFOp>(k.loc, d, d);
+          }),
+          k.cf(float(n)));
+      Value inv = b.create<arith::DivFOp>(
+          k.loc, k.cf(1.f),
+          b.create<math::SqrtOp>(
+              k.loc, b.create<arith::AddFOp>(k.loc, var, k.cf(eps))));
+      k.loop(k.c(0), k.c(n), 1, [&](Value i) {
+        auto param = [&](int64_t off) {
+          return k.load(k.f32,
+                        k.gep(k.weights, k.add(k.c(off), k.mul(i, k.c(4)))));
+        };
+        Value y = b.create<arith::MulFOp>(
+            k.loc, b.create<arith::SubFOp>(k.loc, x(i), mean), inv);
+        y = b.create<arith::MulFOp>(k.loc, y, param(scaleOff));
+        y = b.create<arith::AddFOp>(k.loc, y, param(biasOff));
+        k.store(y, k.at(yo, k.add(base, i), 4));
+      });
+    });
+  });
+  return success();
+}
+
 LogicalResult GraphLowering::lowerPow(onnx::PowOp op) {
   // x^2 (LayerNorm's variance) as a product; other exponents through powf.
   if (auto e = constantOf(op.getY()))
@@ -1135,10 +1223,9 @@ LogicalResult GraphLowering::lowerPow(onnx::PowOp op) {
   });
 }
 
-LogicalResult GraphLowering::denseConv(
-    Operation *op, DenseConvSpec s, int in, int outT,
-    std::function<double(int64_t, int64_t, int64_t, int64_t)> weightAt,
-    int residual) {
+DenseConvSpec GraphLowering::packDense(
+    DenseConvSpec s,
+    std::function<double(int64_t, int64_t, int64_t, int64_t)> weightAt) {
   bool avx512 = target.isa == Isa::AVX512VNNI;
   s.NV = std::min<int64_t>(avx512 ? 4 : 2, (s.OC + 15) / 16);
   s.MR = avx512 ? (s.NV >= 4   ? 6
@@ -1149,7 +1236,7 @@ LogicalResult GraphLowering::denseConv(
   const int64_t NB = s.NV * 16, blocks = (s.OC + NB - 1) / NB;
   // Packed [blk][kh][kw][k][NB]: k steps of 4 input channels (one int8
   // dword per lane) or of one float.
-  const int64_t KS = s.int8 ? s.inCS / 4 : s.IC, step = s.int8 ? 4 : 1;
+  const int64_t KS = s.kSteps(), step = s.int8 ? 4 : 1;
   auto index = [&](int64_t oc, int64_t kh, int64_t kw, int64_t ic) {
     return ((((oc / NB * s.KH + kh) * s.KW + kw) * KS + ic / step) * NB +
             oc % NB) *
@@ -1171,12 +1258,24 @@ LogicalResult GraphLowering::denseConv(
             packedF[index(oc, kh, kw, ic)] = static_cast<float>(w);
         }
   s.weightOff = s.int8 ? addArray(packed8) : addArray(packedF);
+  return s;
+}
+
+std::string GraphLowering::denseKernelName(const DenseConvSpec &s) const {
   std::string isaName = s.int8 ? (target.isa == Isa::AVX512VNNI ? "vnni"
                                   : target.isa == Isa::AVXVNNI  ? "avxvnni"
                                                                : "int8-generic")
                                : "fp32-fma";
-  std::string kernel =
-      isaName + "-conv " + std::to_string(s.MR) + "x" + std::to_string(NB);
+  return isaName + "-conv " + std::to_string(s.MR) + "x" +
+         std::to_string(s.NV * 16);
+}
+
+LogicalResult GraphLowering::denseConv(
+    Operation *op, DenseConvSpec s, int in, int outT,
+    std::function<double(int64_t, int64_t, int64_t, int64_t)> weightAt,
+    int residual) {
+  s = packDense(s, weightAt);
+  std::string kernel = denseKernelName(s);
   std::vector<int> ins = {in};
   if (residual >= 0)
     ins.push_back(residual);
@@ -1224,9 +1323,8 @@ LogicalResult GraphLowering::lowerConv(Operation *op, bool int8, int in, int o,
         residual);
   }
   if (group != IC || OC != IC || ICg != 1)
-    return op->emitError("qatc compiles dense and depthwise convolutions; "
-                         "this one has group=")
-           << group << " (grouped convolution is not implemented yet)";
+    return groupedConv(op, int8, in, o, ws, group, strides, pads, dilations, ep,
+                       corrOff, residual, weight);
   DepthwiseSpec s;
   s.int8 = int8;
   setWindow(s, inShape, outShape, KH, KW, strides, pads, dilations);
@@ -1261,6 +1359,72 @@ LogicalResult GraphLowering::lowerConv(Operation *op, bool int8, int in, int o,
              if (residual >= 0)
                spec.ep.resOff = tensors[residual].desc.offset;
              emitDepthwise(k, spec);
+           });
+  return success();
+}
+
+LogicalResult GraphLowering::groupedConv(
+    Operation *op, bool int8, int in, int o, ArrayRef<int64_t> ws,
+    int64_t group, ArrayRef<int64_t> strides, ArrayRef<int64_t> pads,
+    ArrayRef<int64_t> dilations, Epilogue ep, int64_t corrOff, int residual,
+    std::function<double(int64_t)> weight) {
+  const CTensor &x = tensors[in];
+  int64_t OC = ws[0], ICg = ws[1], KH = ws[2], KW = ws[3];
+  if (OC % group || x.channels() != ICg * group)
+    return op->emitError("a grouped convolution needs channels divisible by "
+                         "its group count");
+  int64_t OCg = OC / group;
+  std::vector<DenseConvSpec> specs;
+  int64_t padRowOff = padRow(int8, x.zp, x.desc.channelStride + 64);
+  for (int64_t g = 0; g < group; ++g) {
+    DenseConvSpec s;
+    s.int8 = int8;
+    setWindow(s, x.desc.shape, tensors[o].desc.shape, KH, KW, strides, pads,
+              dilations);
+    s.IC = ICg;
+    s.OC = OCg;
+    // Pixels keep the full strides; the K loop reads this group's channels
+    // (int8: rounded up to dwords; the weights past ICg are zero).
+    s.inCS = x.desc.channelStride;
+    s.outCS = tensors[o].desc.channelStride;
+    s.KC = int8 ? roundUp(ICg, 4) : ICg;
+    s.padRowOff = padRowOff;
+    s.ep = ep;
+    auto shift = [&](int64_t &off) {
+      if (off >= 0)
+        off += g * OCg * 4;
+    };
+    shift(s.ep.multOff);
+    shift(s.ep.scaleOff);
+    shift(s.ep.biasOff);
+    s.corrOff = corrOff;
+    shift(s.corrOff);
+    specs.push_back(packDense(
+        s, [&](int64_t oc, int64_t ic, int64_t kh, int64_t kw) -> double {
+          return ic < ICg
+                     ? weight((((g * OCg + oc) * ICg + ic) * KH + kh) * KW + kw)
+                     : 0;
+        }));
+  }
+  // The last group's dword reads may pass the last pixel's channels.
+  storages[x.storage].bytes += 64;
+  std::vector<int> ins = {in};
+  if (residual >= 0)
+    ins.push_back(residual);
+  const DenseConvSpec &s0 = specs[0];
+  int64_t macs = s0.N * s0.OH * s0.OW * OC * KH * KW * ICg;
+  Isa isa = target.isa;
+  int64_t inEs = int8 ? 1 : 4, outEs = tensors[o].int8 ? 1 : 4;
+  addLayer(op, denseKernelName(s0) + " x" + std::to_string(group) + " groups",
+           int8 ? "int8" : "fp32", macs > 50000, macs, ins, {o}, [=](KB &k) {
+             for (int64_t g = 0; g < group; ++g) {
+               DenseConvSpec spec = specs[g];
+               spec.inOff = tensors[in].desc.offset + g * ICg * inEs;
+               spec.outOff = tensors[o].desc.offset + g * OCg * outEs;
+               if (residual >= 0)
+                 spec.ep.resOff = tensors[residual].desc.offset + g * OCg;
+               emitDenseConv(k, isa, spec);
+             }
            });
   return success();
 }
@@ -2017,6 +2181,8 @@ LogicalResult GraphLowering::run() {
             .Case<onnx::BatchNormalizationOp>(
                 [&](auto o) { return lowerBatchNorm(o); })
             .Case<onnx::SoftmaxOp>([&](auto o) { return lowerSoftmax(o); })
+            .Case<onnx::LayerNormalizationOp>(
+                [&](auto o) { return lowerLayerNorm(o); })
             .Case<onnx::PowOp>([&](auto o) { return lowerPow(o); })
             .Case<onnx::SubOp>([&](auto o) {
               return lowerBinary(o, "sub", [](KB &k, ArrayRef<Value> v) {
@@ -2117,7 +2283,9 @@ LogicalResult GraphLowering::run() {
               // Every piece is a slice view of the input.
               int in = tensorOf(o.getInput());
               int64_t rank = cast<ShapedType>(o.getInput().getType()).getRank(),
-                      axis = o.getAxis() < 0 ? o.getAxis() + rank : o.getAxis();
+                      axis = static_cast<int64_t>(o.getAxis());
+              if (axis < 0)
+                axis += rank;
               std::vector<int64_t> st = stridesOf(tensors[in]);
               int64_t base = tensors[in].view ? tensors[in].vbase : 0;
               for (Value r : o.getResults()) {

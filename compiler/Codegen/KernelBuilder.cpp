@@ -295,7 +295,7 @@ void qatc::codegen::emitDenseConv(KB &k, Isa isa, const DenseConvSpec &s) {
   const int64_t NB = s.NV * 16;
   const int64_t blocks = (s.OC + NB - 1) / NB;
   // K steps per tap: dwords of 4 channels (int8) or single floats.
-  const int64_t KS = s.int8 ? s.inCS / 4 : s.IC;
+  const int64_t KS = s.kSteps();
   const int64_t blockBytes = s.KH * s.KW * KS * NB * 4;
   auto accType = VectorType::get({16}, s.int8 ? k.i32 : k.f32);
   auto [begin, end] = k.share(blocks * s.N * s.OH);

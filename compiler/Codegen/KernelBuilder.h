@@ -137,6 +137,13 @@ struct ConvSpec {
 struct DenseConvSpec : ConvSpec {
   int64_t IC = 0, OC = 0;
   int64_t NV = 4, MR = 6; ///< tile: MR pixels x NV*16 channels
+  /// Input channels the K loop reads (0: the channel stride for int8, IC for
+  /// f32); a group of a grouped convolution reads fewer than the stride.
+  int64_t KC = 0;
+  /// K loop steps per tap: dwords of 4 channels (int8) or floats.
+  int64_t kSteps() const {
+    return int8 ? (KC ? KC : inCS) / 4 : (KC ? KC : IC);
+  }
 };
 void emitDenseConv(KB &k, Isa isa, const DenseConvSpec &s);
 

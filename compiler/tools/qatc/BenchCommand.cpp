@@ -40,32 +40,11 @@ cl::opt<int> iterations("iterations", cl::desc("Timed runs (default 100)"),
 cl::opt<int> warmup("warmup", cl::desc("Untimed runs first (default 10)"),
                     cl::init(10), cl::sub(sub));
 cl::opt<bool> json("json", cl::desc("Print JSON"), cl::sub(sub));
-cl::opt<double> peakGops("peak-gops",
-                         cl::desc("Per-thread int8 peak in GOPS (default: "
-                                  "256 ops/cycle x the CPU's clock)"),
-                         cl::init(0), cl::sub(sub));
-
-double cpuGHz() {
-  if (auto buf = llvm::MemoryBuffer::getFile(
-          "/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq")) {
-    double khz = std::atof((*buf)->getBuffer().str().c_str());
-    if (khz > 0)
-      return khz / 1e6;
-  }
-  if (auto buf = llvm::MemoryBuffer::getFile("/proc/cpuinfo", false,
-                                             /*RequiresNullTerminator=*/false,
-                                             /*IsVolatile=*/true)) {
-    llvm::StringRef text = (*buf)->getBuffer();
-    size_t at = text.find("cpu MHz");
-    if (at != llvm::StringRef::npos) {
-      llvm::StringRef line = text.substr(at).split('\n').first;
-      double mhz = std::atof(line.split(':').second.trim().str().c_str());
-      if (mhz > 0)
-        return mhz / 1e3;
-    }
-  }
-  return 3.0;
-}
+cl::opt<double>
+    peakGops("peak-gops",
+             cl::desc("Per-thread int8 peak in GOPS (default: "
+                      "256 ops/cycle x the core's clock, measured)"),
+             cl::init(0), cl::sub(sub));
 
 double quantile(std::vector<double> v, double q) {
   std::sort(v.begin(), v.end());
@@ -128,7 +107,8 @@ int qatc::driver::runBench() {
     layerMs.push_back(s / profiled * 1e3);
     total += layerMs.back();
   }
-  double peak = peakGops > 0 ? peakGops.getValue() : 256.0 * cpuGHz();
+  double peak =
+      peakGops > 0 ? peakGops.getValue() : 256.0 * rt::measureCoreGHz();
   peak *= session.threads();
   double median = quantile(times, 0.5) * 1e3, p90 = quantile(times, 0.9) * 1e3;
   // GOPS of a layer of `macs` multiply-accumulates taking `ms`.

@@ -90,6 +90,11 @@ private:
   std::unique_ptr<Workers> workers_;
 };
 
+/// The clock (GHz) of the calling thread's core under load, measured with a
+/// chain of dependent adds (one per cycle): what a kernel's share of the
+/// peak is computed against. Takes about 10 ms.
+double measureCoreGHz();
+
 /// Copies tensor `t` out of the arena into row-major ONNX order, as its
 /// stored type (quantized data as the ONNX integers: the stored offset is
 /// removed). `out` must hold t.numElements() elements of t.type.

@@ -1,0 +1,193 @@
+//===- KernelBench.cpp - the compiled kernels against the CPU's peak ------===//
+//
+// Google Benchmark over the layer functions qatc emits: each case is a
+// one-convolution (or one-Gemm) ONNX model, Q/DQ int8 or fp32, written as
+// ONNX text, compiled with `qatc compile` for the host, loaded with the
+// runtime, and its convolution layer called directly on one thread (the
+// quantize / layout layers around it are not timed). Counters: GOPS (2 ops
+// per multiply-accumulate) and % of the single-core peak: 256 int8 ops per
+// cycle (two 512-bit vpdpbusd ports) or 64 fp32 flops per cycle (two
+// 512-bit FMA ports) times the core's clock, measured (rt::measureCoreGHz).
+//
+//   build/bin/qatc-kernel-bench [--benchmark_filter=int8]
+//
+//===----------------------------------------------------------------------===//
+
+#include "qatc/Runtime/Runtime.h"
+
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+namespace {
+
+struct Case {
+  const char *name;
+  int ic, oc, h, w, k, stride, group;
+  bool int8;
+  bool gemm = false; ///< a [1, ic] x [ic, oc] Gemm (h, w, k unused)
+};
+
+const Case kCases[] = {
+    {"int8/stem_7x7s2_3to64_224", 3, 64, 224, 224, 7, 2, 1, true},
+    {"int8/conv3x3_64_56", 64, 64, 56, 56, 3, 1, 1, true},
+    {"int8/conv3x3_256_14", 256, 256, 14, 14, 3, 1, 1, true},
+    {"int8/conv1x1_256to64_56", 256, 64, 56, 56, 1, 1, 1, true},
+    {"int8/conv1x1_1024to256_14", 1024, 256, 14, 14, 1, 1, 1, true},
+    {"int8/conv1x1_512to2048_7", 512, 2048, 7, 7, 1, 1, 1, true},
+    {"int8/depthwise3x3_144_56", 144, 144, 56, 56, 3, 1, 144, true},
+    {"int8/depthwise3x3_960_7", 960, 960, 7, 7, 3, 1, 960, true},
+    {"int8/gemm_2048to1000", 2048, 1000, 1, 1, 1, 1, 1, true, true},
+    {"fp32/conv3x3_64_56", 64, 64, 56, 56, 3, 1, 1, false},
+    {"fp32/conv1x1_256to64_56", 256, 64, 56, 56, 1, 1, 1, false},
+    {"fp32/depthwise3x3_144_56", 144, 144, 56, 56, 3, 1, 144, false},
+    {"fp32/gemm_2048to1000", 2048, 1000, 1, 1, 1, 1, 1, false, true},
+};
+
+template <typename T> std::string list(const std::vector<T> &v) {
+  std::ostringstream os;
+  for (size_t i = 0; i < v.size(); ++i)
+    os << (i ? "," : "") << +v[i];
+  return os.str();
+}
+
+/// The case as ONNX text: x -> [Q/DQ] -> Conv/Gemm (weights through
+/// per-channel DequantizeLinear for int8) -> [Q/DQ] -> y.
+std::string onnxText(const Case &c) {
+  std::mt19937 rng(42);
+  std::uniform_int_distribution<int> q(-127, 127);
+  int kk = c.gemm ? 1 : c.k, icg = c.ic / c.group;
+  size_t count = c.gemm ? size_t(c.oc) * c.ic : size_t(c.oc) * icg * kk * kk;
+  std::vector<int> wq(count);
+  for (int &v : wq)
+    v = q(rng);
+  std::ostringstream os;
+  int pad = c.gemm ? 0 : c.k / 2;
+  int oh = c.gemm ? 1 : (c.h + 2 * pad - c.k) / c.stride + 1;
+  int ow = c.gemm ? 1 : (c.w + 2 * pad - c.k) / c.stride + 1;
+  std::string inShape = c.gemm ? "1," + std::to_string(c.ic)
+                               : "1," + std::to_string(c.ic) + "," +
+                                     std::to_string(c.h) + "," +
+                                     std::to_string(c.w);
+  std::string outShape = c.gemm ? "1," + std::to_string(c.oc)
+                                : "1," + std::to_string(c.oc) + "," +
+                                      std::to_string(oh) + "," +
+                                      std::to_string(ow);
+  std::string wShape =
+      c.gemm ? std::to_string(c.oc) + "," + std::to_string(c.ic)
+             : std::to_string(c.oc) + "," + std::to_string(icg) + "," +
+                   std::to_string(kk) + "," + std::to_string(kk);
+  os << "<ir_version: 8, opset_import: [\"\" : 17]>\n"
+     << "g (float[" << inShape << "] x) => (float[" << outShape << "] y) <";
+  std::vector<float> bias(c.oc, 0.1f);
+  if (c.int8) {
+    std::vector<float> ws(c.oc, 0.01f);
+    std::vector<int> wz(c.oc, 0);
+    os << "int8[" << wShape << "] w = {" << list(wq) << "}, float[" << c.oc
+       << "] ws = {" << list(ws) << "}, int8[" << c.oc << "] wz = {" << list(wz)
+       << "}, float xs = {0.05}, int8 xz = {0}, float ys = "
+       << "{0.1}, int8 yz = {0}, ";
+  } else {
+    std::vector<float> wf(count);
+    for (size_t i = 0; i < count; ++i)
+      wf[i] = wq[i] * 0.01f;
+    os << "float[" << wShape << "] w = {" << list(wf) << "}, ";
+  }
+  os << "float[" << c.oc << "] b = {" << list(bias) << "}> {\n";
+  std::string in = "x", weight = "w";
+  if (c.int8) {
+    os << "  xq = QuantizeLinear(x, xs, xz)\n  xd = DequantizeLinear(xq, xs, "
+          "xz)\n  wd = DequantizeLinear <axis = 0> (w, ws, wz)\n";
+    in = "xd";
+    weight = "wd";
+  }
+  std::string out = c.int8 ? "c" : "y";
+  if (c.gemm)
+    os << "  " << out << " = Gemm <transB = 1> (" << in << ", " << weight
+       << ", b)\n";
+  else
+    os << "  " << out << " = Conv <kernel_shape = [" << c.k << "," << c.k
+       << "], strides = [" << c.stride << "," << c.stride << "], pads = ["
+       << pad << "," << pad << "," << pad << "," << pad
+       << "], group = " << c.group << "> (" << in << ", " << weight << ", b)\n";
+  if (c.int8)
+    os << "  yq = QuantizeLinear(c, ys, yz)\n  y = DequantizeLinear(yq, ys, "
+          "yz)\n";
+  os << "}\n";
+  return os.str();
+}
+
+void runCase(benchmark::State &state, const Case &c) {
+  std::string dir =
+      std::string(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp");
+  std::string base = dir + "/qatc-kernel-bench-" + std::to_string(getpid());
+  std::string model = base + ".onnxtext", planPath = base + ".plan";
+  {
+    std::ofstream f(model);
+    f << onnxText(c);
+  }
+  std::string cmd = std::string("'") + QATC_EXECUTABLE + "' compile '" + model +
+                    "' -o '" + planPath + "' 2>/dev/null";
+  int rc = std::system(cmd.c_str());
+  std::remove(model.c_str());
+  std::string error;
+  std::unique_ptr<qatc::rt::Plan> plan =
+      rc == 0 ? qatc::rt::Plan::load(planPath, error) : nullptr;
+  std::remove(planPath.c_str());
+  if (!plan) {
+    state.SkipWithError(rc ? "qatc compile failed" : error.c_str());
+    return;
+  }
+  const qatc::plan::Manifest &m = plan->manifest();
+  int layer = -1;
+  for (size_t i = 0; i < m.layers.size(); ++i)
+    if (m.layers[i].macs > 0)
+      layer = i;
+  if (layer < 0) {
+    state.SkipWithError("no compute layer in the plan");
+    return;
+  }
+  std::vector<uint8_t> arenaStorage(m.arenaBytes + 128, 1);
+  auto *arena = reinterpret_cast<uint8_t *>(
+      (reinterpret_cast<uintptr_t>(arenaStorage.data()) + 63) & ~uintptr_t(63));
+  qatc::plan::LayerFn fn = plan->layerFunction(layer);
+  auto t0 = std::chrono::steady_clock::now();
+  for (auto _ : state) {
+    fn(arena, plan->weights(), 0, 1);
+    benchmark::ClobberMemory();
+  }
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+          .count() /
+      std::max<int64_t>(state.iterations(), 1);
+  static const double ghz = qatc::rt::measureCoreGHz();
+  double ops = 2.0 * m.layers[layer].macs;
+  double peak = (c.int8 ? 256.0 : 64.0) * ghz * 1e9;
+  state.counters["GOPS"] = ops / seconds / 1e9;
+  state.counters["peak%"] = 100.0 * ops / seconds / peak;
+  state.counters["GHz"] = ghz;
+  state.SetLabel(m.layers[layer].kernel);
+}
+
+int registerAll() {
+  for (const Case &c : kCases)
+    benchmark::RegisterBenchmark(c.name, [&c](benchmark::State &s) {
+      runCase(s, c);
+    })->Unit(benchmark::kMicrosecond);
+  return 0;
+}
+int registered = registerAll();
+
+} // namespace
+
+BENCHMARK_MAIN();

@@ -1,0 +1,210 @@
+#!/usr/bin/env python3
+"""The compiled kernels over odd shapes, against the reference evaluator.
+
+Builds small ONNX models, one kernel each (TensorRT-style Q/DQ int8 and
+float twins): convolutions with channel counts that are not multiples of
+4/16/64, stride 2, asymmetric padding, dilation, groups, depthwise, 1x1 and
+7x7 windows, tiny maps, activation zero points away from 0 (int8 and uint8);
+matrix products with odd M, K and N; average and max pooling with and
+without count_include_pad; broadcasting elementwise ops. Each is checked
+with plans.py's check_model: compiled for host, AVX2 and generic, the
+plan's outputs and every int8 tensor against `qatc eval --stage=qat`
+(int8: 1 LSB on at most 0.1 % of elements; float: 1e-4 relative), 2
+threads giving the same bytes, deterministic compilation.
+
+Run with Debian's /usr/bin/python3 (it needs numpy and onnx).
+"""
+import argparse
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import Checker  # noqa: E402
+from plans import TARGETS, check_model  # noqa: E402
+
+
+def out_size(n, k, s, p0, p1, d):
+    return (n + p0 + p1 - d * (k - 1) - 1) // s + 1
+
+
+class Builder:
+    """One graph: initializers, nodes, Q/DQ helpers."""
+
+    def __init__(self, rng, qdq, xzp=0, xtype=np.int8):
+        self.rng, self.qdq = rng, qdq
+        self.inits, self.nodes = [], []
+        self.xzp, self.xtype = xzp, xtype
+        self.count = 0
+
+    def name(self, base):
+        self.count += 1
+        return f"{base}{self.count}"
+
+    def const(self, base, array):
+        n = self.name(base)
+        self.inits.append(numpy_helper.from_array(array, n))
+        return n
+
+    def node(self, op, inputs, **attrs):
+        out = self.name(op.lower() + "_out")
+        self.nodes.append(helper.make_node(op, inputs, [out], name=self.name(op), **attrs))
+        return out
+
+    def act_qdq(self, t, scale, zp=None, dtype=None):
+        """Q/DQ on an activation (a no-op in the float twin)."""
+        if not self.qdq:
+            return t
+        zp = self.xzp if zp is None else zp
+        dtype = dtype or self.xtype
+        s = self.const("s", np.array(scale, np.float32))
+        z = self.const("z", np.array(zp, dtype))
+        return self.node("DequantizeLinear", [self.node("QuantizeLinear", [t, s, z]), s, z])
+
+    def weight(self, shape, axis=0):
+        """A weight: int8 per-channel through DequantizeLinear, or float."""
+        q = self.rng.integers(-127, 128, size=shape).astype(np.int8)
+        scales = self.rng.uniform(0.004, 0.012, size=shape[axis]).astype(np.float32)
+        if not self.qdq:
+            bshape = [1] * len(shape)
+            bshape[axis] = shape[axis]
+            return self.const("w", q.astype(np.float32) * scales.reshape(bshape))
+        return self.node("DequantizeLinear",
+                         [self.const("wq", q), self.const("ws", scales),
+                          self.const("wz", np.zeros(shape[axis], np.int8))], axis=axis)
+
+    def model(self, path, in_shape, out, out_shape):
+        graph = helper.make_graph(
+            self.nodes, "kernel",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, in_shape)],
+            [helper.make_tensor_value_info(out, TensorProto.FLOAT, out_shape)],
+            self.inits)
+        m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+        m.ir_version = 8
+        onnx.checker.check_model(m)
+        onnx.save(m, path)
+
+
+def conv_case(b, ic, oc, hw, k, stride=1, pads=(0, 0, 0, 0), dil=1, group=1, relu=True):
+    h, w = hw
+    x = b.act_qdq("x", 0.05)
+    wt = b.weight([oc, ic // group, k, k])
+    bias = b.const("b", b.rng.normal(0, 0.2, oc).astype(np.float32))
+    y = b.node("Conv", [x, wt, bias], kernel_shape=[k, k], strides=[stride, stride],
+               pads=list(pads), dilations=[dil, dil], group=group)
+    if relu:
+        y = b.node("Relu", [y])
+    y = b.act_qdq(y, 0.08)
+    oh = out_size(h, k, stride, pads[0], pads[2], dil)
+    ow = out_size(w, k, stride, pads[1], pads[3], dil)
+    return [1, ic, h, w], y, [1, oc, oh, ow]
+
+
+def gemm_case(b, m, kk, n):
+    x = b.act_qdq("x", 0.05)
+    y = b.node("Gemm", [x, b.weight([n, kk]), b.const("b", b.rng.normal(0, 0.2, n).astype(np.float32))],
+               transB=1)
+    return [m, kk], b.act_qdq(y, 0.1), [m, n]
+
+
+def pool_case(b, c, hw, kind, k, stride, pads, count_pad=0):
+    x = b.act_qdq("x", 0.05)
+    attrs = dict(kernel_shape=[k, k], strides=[stride, stride], pads=list(pads))
+    if kind == "AveragePool":
+        attrs["count_include_pad"] = count_pad
+    y = b.act_qdq(b.node(kind, [x], **attrs), 0.05)
+    h, w = hw
+    return [1, c, h, w], y, [1, c, out_size(h, k, stride, pads[0], pads[2], 1),
+                              out_size(w, k, stride, pads[1], pads[3], 1)]
+
+
+def broadcast_case(b, shape, other):
+    x = b.act_qdq("x", 0.05)
+    y = b.node("Mul", [x, b.const("c", b.rng.normal(0, 1, other).astype(np.float32))])
+    y = b.node("Add", [y, x])
+    return list(shape), b.act_qdq(y, 0.1), list(shape)
+
+
+def layernorm_case(b, shape, axis):
+    x = b.act_qdq("x", 0.05)
+    n = int(np.prod(shape[axis:]))
+    y = b.node("LayerNormalization",
+               [x, b.const("g", b.rng.uniform(0.5, 1.5, shape[axis:]).astype(np.float32)),
+                b.const("b", b.rng.normal(0, 0.2, shape[axis:]).astype(np.float32))],
+               axis=axis, epsilon=1e-5)
+    assert n
+    return list(shape), b.act_qdq(y, 0.05), list(shape)
+
+
+CASES = {
+    # Channels off every vector width, tiny and odd maps.
+    "conv_ic3_oc7_3x3": lambda b: conv_case(b, 3, 7, (9, 11), 3, pads=(1, 1, 1, 1)),
+    "conv_ic5_oc19_s2": lambda b: conv_case(b, 5, 19, (13, 10), 3, stride=2, pads=(1, 0, 1, 2)),
+    "conv_ic17_oc65_1x1": lambda b: conv_case(b, 17, 65, (5, 7), 1),
+    "conv_ic67_oc130_1x1_s2": lambda b: conv_case(b, 67, 130, (7, 7), 1, stride=2),
+    "conv_ic1_oc33_7x7_s2": lambda b: conv_case(b, 1, 33, (17, 15), 7, stride=2,
+                                                pads=(3, 3, 3, 3)),
+    "conv_ic6_oc10_dil2": lambda b: conv_case(b, 6, 10, (12, 12), 3, dil=2, pads=(2, 2, 2, 2)),
+    "conv_tiny_1x1_map": lambda b: conv_case(b, 9, 21, (1, 1), 3, pads=(1, 1, 1, 1)),
+    "conv_tiny_2x3_map": lambda b: conv_case(b, 20, 36, (2, 3), 3, pads=(1, 1, 1, 1),
+                                             relu=False),
+    "conv_group2_ic10_oc6": lambda b: conv_case(b, 10, 6, (8, 9), 3, pads=(1, 1, 1, 1), group=2),
+    "conv_group3_ic24_oc48_s2": lambda b: conv_case(b, 24, 48, (9, 9), 3, stride=2,
+                                                    pads=(1, 1, 1, 1), group=3),
+    "depthwise_c17_3x3": lambda b: conv_case(b, 17, 17, (10, 9), 3, pads=(1, 1, 1, 1), group=17),
+    "depthwise_c40_5x5_s2": lambda b: conv_case(b, 40, 40, (11, 11), 5, stride=2,
+                                                pads=(2, 2, 2, 2), group=40),
+    "gemm_m1_k3_n5": lambda b: gemm_case(b, 1, 3, 5),
+    "gemm_m7_k67_n130": lambda b: gemm_case(b, 7, 67, 130),
+    "gemm_m13_k16_n17": lambda b: gemm_case(b, 13, 16, 17),
+    "avgpool_3x3_s2_pad": lambda b: pool_case(b, 19, (9, 10), "AveragePool", 3, 2, (1, 1, 1, 1)),
+    "avgpool_count_pad": lambda b: pool_case(b, 5, (7, 7), "AveragePool", 3, 2, (1, 1, 1, 1), 1),
+    "maxpool_3x3_s2": lambda b: pool_case(b, 23, (10, 9), "MaxPool", 3, 2, (0, 1, 1, 0)),
+    "broadcast_channel": lambda b: broadcast_case(b, (1, 21, 5, 6), (1, 21, 1, 1)),
+    "broadcast_row": lambda b: broadcast_case(b, (2, 3, 7), (7,)),
+    "layernorm_last_axis": lambda b: layernorm_case(b, (1, 5, 19), -1),
+    "layernorm_two_axes": lambda b: layernorm_case(b, (2, 3, 4, 5), 2),
+}
+
+# Activation quantization variants (int8 and uint8, zero points off 0).
+ZERO_POINTS = [(np.int8, -3), (np.uint8, 131)]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--qatc", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--targets", default=",".join(TARGETS))
+    ap.add_argument("--only", action="append", default=[])
+    args = ap.parse_args()
+    c = Checker(args)
+    os.makedirs(args.work, exist_ok=True)
+    targets = args.targets.split(",")
+    for i, (case, make) in enumerate(CASES.items()):
+        if args.only and case not in args.only:
+            continue
+        dtype, zp = ZERO_POINTS[i % len(ZERO_POINTS)]
+        for qdq in (True, False):
+            label = f"{case}_{'qdq' if qdq else 'float'}"
+            work = os.path.join(args.work, label)
+            os.makedirs(work, exist_ok=True)
+            b = Builder(np.random.default_rng(i), qdq, zp, dtype)
+            in_shape, out, out_shape = make(b)
+            model = os.path.join(work, label + ".onnx")
+            b.model(model, in_shape, out, out_shape)
+            inp = os.path.join(work, "x.npy")
+            np.save(inp, np.random.default_rng(100 + i).normal(0, 1.5, in_shape)
+                    .astype(np.float32))
+            print(f"== {label}", flush=True)
+            try:
+                check_model(c, label, model, inp, None, work, targets)
+            except RuntimeError as e:
+                c.fail(label, str(e))
+    return c.finish("every kernel agrees with the reference")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
