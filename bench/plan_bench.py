@@ -8,7 +8,9 @@ For each model: `qatc compile`, `qatc bench --json` (median of --runs runs)
 and ORT's median on the same model (graph optimizations on, sequential),
 for each thread count; prints a table with the ratios and qatc's share of
 the int8 peak on its conv/matmul layers. Give a Q/DQ model and its float
-twin as separate entries; medians only (the machine is shared and noisy).
+twin as separate entries (NAME_qdq.onnx, NAME_float.onnx): a second table
+puts them side by side (ORT fp32, ORT int8, qatc fp32, qatc int8 and qatc
+int8's speedups). Medians only (the machine is shared and noisy).
 """
 import argparse
 import json
@@ -54,6 +56,23 @@ def main():
           f"{'ORT/qatc':>9s} {'conv %peak':>10s}")
     for name, t, o, q, p in rows:
         print(f"{name:28s} {t:3d} {o:9.4f} {q:9.4f} {o / q:9.2f} {p:10.1f}")
+    # Q/DQ exports beside their float twins (NAME_qdq / NAME_float).
+    pairs = {}
+    for name, t, o, q, p in rows:
+        for suffix, kind in (("_qdq", "int8"), ("_float", "fp32")):
+            if name.endswith(suffix):
+                pairs.setdefault((name[: -len(suffix)], t), {})[kind] = (o, q, p)
+    full = [(k, v) for k, v in pairs.items() if len(v) == 2]
+    if full:
+        print()
+        print(f"{'model':22s} {'thr':>3s} {'ORT fp32':>9s} {'ORT int8':>9s} "
+              f"{'qatc fp32':>9s} {'qatc int8':>9s}  {'vs ORT int8':>11s} "
+              f"{'vs ORT fp32':>11s} {'vs own fp32':>11s} {'int8 conv %peak':>15s}")
+        for (base, t), v in full:
+            of, qf, _ = v["fp32"]
+            oi, qi, pi = v["int8"]
+            print(f"{base:22s} {t:3d} {of:9.3f} {oi:9.3f} {qf:9.3f} {qi:9.3f}  "
+                  f"{oi / qi:10.2f}x {of / qi:10.2f}x {qf / qi:10.2f}x {pi:15.1f}")
     return 0
 
 

@@ -298,19 +298,33 @@ void qatc::codegen::emitDenseConv(KB &k, Isa isa, const DenseConvSpec &s) {
   const int64_t KS = s.kSteps();
   const int64_t blockBytes = s.KH * s.KW * KS * NB * 4;
   auto accType = VectorType::get({16}, s.int8 ? k.i32 : k.f32);
-  auto [begin, end] = k.share(blocks * s.N * s.OH);
+  // Tiles of MR consecutive output pixels in N*OH*OW order: a tile may span
+  // rows, so small maps (7x7, 14x14) waste no tile on a row's tail.
+  const int64_t P = s.N * s.OH * s.OW, tiles = (P + s.MR - 1) / s.MR;
+  const int64_t tail = P % s.MR;
+  // 1x1, stride 1, no padding: output pixel p reads input pixel p.
+  const bool pointwise = s.KH == 1 && s.KW == 1 && s.SH == 1 && s.SW == 1 &&
+                         s.PT == 0 && s.PL == 0 && s.H == s.OH && s.W == s.OW;
+  const int64_t inPixelBytes = s.inCS * (s.int8 ? 1 : 4);
+  auto [begin, end] = k.share(blocks * tiles);
   k.loop(begin, end, 1, [&](Value idx) {
-    Value blk = k.div(idx, k.c(s.N * s.OH));
-    Value r = k.rem(idx, k.c(s.N * s.OH));
-    Value n = k.div(r, k.c(s.OH));
-    Value oh = k.rem(r, k.c(s.OH));
+    Value blk = k.div(idx, k.c(tiles));
+    Value p0 = k.mul(k.rem(idx, k.c(tiles)), k.c(s.MR));
     Value c0 = k.mul(blk, k.c(NB));
     Value wBlk =
         k.gep(k.weights, k.add(k.c(s.weightOff), k.mul(blk, k.c(blockBytes))));
-    Value ihBase = k.sub(k.mul(oh, k.c(s.SH)), k.c(s.PT));
     Value padRow = k.gep(k.weights, s.padRowOff);
 
-    auto tile = [&](int64_t mr, Value ow0) {
+    auto tile = [&](int64_t mr) {
+      // Each pixel's image, first input row and column.
+      SmallVector<Value> img, ih0, iw0;
+      for (int64_t m = 0; m < mr && !pointwise; ++m) {
+        Value p = k.add(p0, k.c(m));
+        Value r = k.rem(p, k.c(s.OH * s.OW));
+        img.push_back(k.div(p, k.c(s.OH * s.OW)));
+        ih0.push_back(k.sub(k.mul(k.div(r, k.c(s.OW)), k.c(s.SH)), k.c(s.PT)));
+        iw0.push_back(k.sub(k.mul(k.rem(r, k.c(s.OW)), k.c(s.SW)), k.c(s.PL)));
+      }
       SmallVector<Value> init;
       for (int64_t m = 0; m < mr; ++m)
         for (int64_t v = 0; v < s.NV; ++v) {
@@ -323,16 +337,19 @@ void qatc::codegen::emitDenseConv(KB &k, Isa isa, const DenseConvSpec &s) {
         }
       SmallVector<Value> accs =
           k.loop(k.c(0), k.c(s.KH), 1, init, [&](Value kh, ValueRange a0) {
-            Value ih = k.add(ihBase, k.mul(kh, k.c(s.DH)));
-            Value rowOk = k.lt(ih, k.c(s.H));
             return k.loop(
                 k.c(0), k.c(s.KW), 1, a0, [&](Value kw, ValueRange a1) {
                   SmallVector<Value> px;
                   for (int64_t m = 0; m < mr; ++m) {
-                    Value iw = k.add(
-                        k.add(k.mul(ow0, k.c(s.SW)), k.c(m * s.SW - s.PL)),
-                        k.mul(kw, k.c(s.DW)));
-                    px.push_back(tapPointer(k, s, n, ih, iw, rowOk, padRow));
+                    if (pointwise) {
+                      px.push_back(
+                          k.at(s.inOff, k.add(p0, k.c(m)), inPixelBytes));
+                      continue;
+                    }
+                    Value ih = k.add(ih0[m], k.mul(kh, k.c(s.DH)));
+                    Value iw = k.add(iw0[m], k.mul(kw, k.c(s.DW)));
+                    px.push_back(tapPointer(k, s, img[m], ih, iw,
+                                            k.lt(ih, k.c(s.H)), padRow));
                   }
                   Value tap = k.add(k.mul(kh, k.c(s.KW)), kw);
                   Value wTap = k.gep(wBlk, k.mul(tap, k.c(KS * NB * 4)));
@@ -363,19 +380,30 @@ void qatc::codegen::emitDenseConv(KB &k, Isa isa, const DenseConvSpec &s) {
       for (int64_t v = 0; v < s.NV; ++v) {
         Value c = k.add(c0, k.c(v * 16));
         Value mask = k.prefixMask(16, k.sub(k.c(s.OC), c));
-        for (int64_t m = 0; m < mr; ++m) {
-          Value pix = k.add(k.mul(k.add(k.mul(n, k.c(s.OH)), oh), k.c(s.OW)),
-                            k.add(ow0, k.c(m)));
-          epilogueAt(k, s, accs[m * s.NV + v], pix, c, mask);
-        }
+        for (int64_t m = 0; m < mr; ++m)
+          epilogueAt(k, s, accs[m * s.NV + v], k.add(p0, k.c(m)), c, mask);
       }
     };
-    int64_t full = s.OW / s.MR, tail = s.OW % s.MR;
-    if (full > 0)
-      k.loop(k.c(0), k.c(full * s.MR), s.MR,
-             [&](Value ow0) { tile(s.MR, ow0); });
-    if (tail)
-      tile(tail, k.c(full * s.MR));
+    if (!tail) {
+      tile(s.MR);
+      return;
+    }
+    // The last tile of the map holds the remaining `tail` pixels.
+    Value full = k.lt(k.add(p0, k.c(s.MR - 1)), k.c(P));
+    b.create<scf::IfOp>(
+        k.loc, full,
+        [&](OpBuilder &nb, Location) {
+          OpBuilder::InsertionGuard g(b);
+          b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+          tile(s.MR);
+          b.create<scf::YieldOp>(k.loc);
+        },
+        [&](OpBuilder &nb, Location) {
+          OpBuilder::InsertionGuard g(b);
+          b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+          tile(tail);
+          b.create<scf::YieldOp>(k.loc);
+        });
   });
 }
 
