@@ -123,10 +123,8 @@ LogicalResult linkSharedObject(llvm::StringRef obj, std::vector<uint8_t> &so,
 
 } // namespace
 
-LogicalResult qatc::codegen::compileKernels(ModuleOp kernels, const Target &t,
-                                            KernelOutput what,
-                                            std::vector<uint8_t> &bytes,
-                                            std::string &error) {
+LogicalResult qatc::codegen::lowerKernelsToLLVM(ModuleOp kernels,
+                                                std::string &error) {
   MLIRContext *ctx = kernels.getContext();
   // exp, erf, tanh as polynomials LLVM can vectorize (libm calls would be
   // scalar and tie the plan's code to the host's libm).
@@ -151,6 +149,16 @@ LogicalResult qatc::codegen::compileKernels(ModuleOp kernels, const Target &t,
     error = "lowering the kernels to the LLVM dialect failed";
     return failure();
   }
+  return success();
+}
+
+LogicalResult qatc::codegen::compileKernels(ModuleOp kernels, const Target &t,
+                                            KernelOutput what,
+                                            std::vector<uint8_t> &bytes,
+                                            std::string &error) {
+  MLIRContext *ctx = kernels.getContext();
+  if (failed(lowerKernelsToLLVM(kernels, error)))
+    return failure();
   registerBuiltinDialectTranslation(*ctx);
   registerLLVMDialectTranslation(*ctx);
   llvm::LLVMContext llvmCtx;

@@ -10,6 +10,7 @@
 #ifndef QATC_INITALL_H
 #define QATC_INITALL_H
 
+#include "qatc/Codegen/Passes.h"
 #include "qatc/Dialect/Onnx/OnnxOps.h"
 #include "qatc/Dialect/Qat/QatOps.h"
 #include "qatc/Quantization/Passes.h"
@@ -22,16 +23,21 @@
 namespace qatc {
 
 /// Registers the dialects of qatc's IR: onnx, qat, quant (for the
-/// !quant.uniform types) and func.
+/// !quant.uniform types) and func, and those of the layer functions code
+/// generation emits (arith, scf, vector, math, llvm).
 inline void registerAllDialects(mlir::DialectRegistry &registry) {
   registry.insert<onnx::OnnxDialect, qat::QatDialect,
-                  mlir::quant::QuantizationDialect, mlir::func::FuncDialect>();
+                  mlir::quant::QuantizationDialect, mlir::func::FuncDialect,
+                  mlir::arith::ArithDialect, mlir::scf::SCFDialect,
+                  mlir::vector::VectorDialect, mlir::math::MathDialect,
+                  mlir::LLVM::LLVMDialect>();
 }
 
 /// Registers qatc's passes and pipelines and the generic MLIR passes the
 /// tools offer.
 inline void registerAllPasses() {
   quantization::registerPassesAndPipelines();
+  codegen::registerCodegenPasses();
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
   mlir::registerSymbolDCEPass();

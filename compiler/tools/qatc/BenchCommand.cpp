@@ -155,16 +155,16 @@ int qatc::driver::runBench() {
                << session.threads() << " thread(s): median "
                << llvm::format("%.3f", median) << " ms, p90 "
                << llvm::format("%.3f", p90) << " ms\n";
-  llvm::outs() << fmt::format("{:<44} {:<10} {:<22} {:>9} {:>6} {:>8} {:>7}\n",
+  llvm::outs() << fmt::format("{:<44} {:<17} {:<26} {:>9} {:>6} {:>8} {:>7}\n",
                               "node", "op", "kernel", "ms", "%time", "GOPS",
                               "%peak");
   for (size_t i = 0; i < m.layers.size(); ++i) {
     const plan::LayerDesc &l = m.layers[i];
     double gops = gopsOf(l.macs, layerMs[i]);
     std::string node = lastChars(l.node, 44);
-    llvm::outs() << llvm::format("%-44s %-10s %-22s %9.4f %6.1f ", node.c_str(),
-                                 l.opType.c_str(), l.kernel.c_str(), layerMs[i],
-                                 total > 0 ? 100 * layerMs[i] / total : 0.0);
+    llvm::outs() << fmt::format("{:<44} {:<17} {:<26} {:>9.4f} {:>6.1f} ", node,
+                                l.opType, l.kernel, layerMs[i],
+                                total > 0 ? 100 * layerMs[i] / total : 0.0);
     if (l.macs)
       llvm::outs() << llvm::format("%8.1f %7.1f\n", gops, gops / peak * 100);
     else

@@ -128,7 +128,7 @@ int qatc::driver::runInspect() {
     llvm::outs() << " " << k << " (" << n << ")";
   llvm::outs() << "\n\n"
                << fmt::format(
-                      "  {:<4} {:<48} {:<10} {:<7} {:<22} {:>12} {:>10}\n", "#",
+                      "  {:<4} {:<48} {:<17} {:<7} {:<26} {:>12} {:>10}\n", "#",
                       "node", "op", "prec", "kernel", "MACs", "out@arena");
   for (size_t i = 0; i < m.layers.size(); ++i) {
     const plan::LayerDesc &l = m.layers[i];
@@ -136,10 +136,9 @@ int qatc::driver::runInspect() {
     std::string where = l.outputs.empty()
                             ? "-"
                             : std::to_string(m.tensors[l.outputs[0]].offset);
-    llvm::outs() << llvm::format("  %-4zu %-48s %-10s %-7s %-22s %12lld %10s\n",
-                                 i, node.c_str(), l.opType.c_str(),
-                                 l.precision.c_str(), l.kernel.c_str(),
-                                 (long long)l.macs, where.c_str());
+    llvm::outs() << fmt::format(
+        "  {:<4} {:<48} {:<17} {:<7} {:<26} {:>12} {:>10}\n", i, node, l.opType,
+        l.precision, l.kernel, l.macs, where);
   }
   return 0;
 }

@@ -53,6 +53,12 @@ struct LoweredGraph {
 mlir::LogicalResult lowerGraph(mlir::func::FuncOp func, const Target &target,
                                LoweredGraph &out);
 
+/// Lowers the kernels module to the LLVM dialect in place (math functions
+/// as polynomials, then scf/vector/math/arith/cf/func to LLVM): the step
+/// before LLVM, also the `qat-kernels-to-llvm` pass.
+mlir::LogicalResult lowerKernelsToLLVM(mlir::ModuleOp kernels,
+                                       std::string &error);
+
 /// What compileKernels produces.
 enum class KernelOutput { SharedObject, LLVMIR, Assembly };
 
