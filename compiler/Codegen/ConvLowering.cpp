@@ -1,0 +1,641 @@
+//===- ConvLowering.cpp - convolutions and matrix products ----------------===//
+//
+// qat.conv / qat.matmul and fp32 Conv / Gemm / MatMul: dense, grouped and
+// depthwise convolutions (Gemm and MatMul with constant weights are 1x1
+// convolutions over a 1 x M image, their weights packed for the
+// micro-kernel), batched products of two activations, and the fp32
+// epilogue of each.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GraphLowering.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace qatc;
+using namespace qatc::codegen;
+
+namespace qatc::codegen::lowering {
+
+template <typename OpTy>
+LogicalResult GraphLowering::linearEpilogue(OpTy op, const CTensor &x,
+                                            const qat::QuantLayout &wl,
+                                            int64_t channels, int o,
+                                            Epilogue &ep) {
+  fillEpilogueOut(ep, tensors[o]);
+  // s_x * s_w[c] in f32, as the reference multiplies them.
+  std::vector<float> mult(channels);
+  for (int64_t c = 0; c < channels; ++c)
+    mult[c] = static_cast<float>(x.desc.scale) *
+              static_cast<float>(wl.scales[wl.scales.size() == 1 ? 0 : c]);
+  ep.multOff = addChannels(mult, channels);
+  if (op.getBias() && failed(addChannelConstant(op, op.getBias(), "bias",
+                                                channels, ep.biasOff)))
+    return failure();
+  if (op.getChannelScale() &&
+      failed(addChannelConstant(op, op.getChannelScale(), "channel scale",
+                                channels, ep.scaleOff)))
+    return failure();
+  fillActivation(ep, op.getActivation(), false);
+  fillActivation(ep, op.getResidualActivation(), true);
+  return success();
+}
+
+DenseConvSpec GraphLowering::packDense(
+    DenseConvSpec s,
+    std::function<double(int64_t, int64_t, int64_t, int64_t)> weightAt) {
+  bool avx512 = target.isa == Isa::AVX512VNNI;
+  s.NV = std::min<int64_t>(avx512 ? 4 : 2, (s.OC + 15) / 16);
+  s.MR = avx512 ? (s.NV >= 4   ? 6
+                   : s.NV == 3 ? 8
+                   : s.NV == 2 ? 12
+                               : 16)
+                : (s.NV >= 2 ? 2 : 4);
+  const int64_t NB = s.NV * 16, blocks = (s.OC + NB - 1) / NB;
+  // Packed [blk][kh][kw][k][NB]: k steps of 4 input channels (one int8
+  // dword per lane) or of one float.
+  const int64_t KS = s.kSteps(), step = s.int8 ? 4 : 1;
+  auto index = [&](int64_t oc, int64_t kh, int64_t kw, int64_t ic) {
+    return ((((oc / NB * s.KH + kh) * s.KW + kw) * KS + ic / step) * NB +
+            oc % NB) *
+               step +
+           ic % step;
+  };
+  std::vector<int8_t> packed8;
+  std::vector<float> packedF;
+  (s.int8 ? packed8.resize(blocks * s.KH * s.KW * KS * NB * step)
+          : packedF.resize(blocks * s.KH * s.KW * KS * NB));
+  for (int64_t oc = 0; oc < s.OC; ++oc)
+    for (int64_t kh = 0; kh < s.KH; ++kh)
+      for (int64_t kw = 0; kw < s.KW; ++kw)
+        for (int64_t ic = 0; ic < KS * step; ++ic) {
+          double w = weightAt(oc, ic, kh, kw);
+          if (s.int8)
+            packed8[index(oc, kh, kw, ic)] = static_cast<int8_t>(w);
+          else
+            packedF[index(oc, kh, kw, ic)] = static_cast<float>(w);
+        }
+  s.weightOff = s.int8 ? addArray(packed8) : addArray(packedF);
+  return s;
+}
+
+std::string GraphLowering::denseKernelName(const DenseConvSpec &s) const {
+  std::string isaName = s.int8 ? (target.isa == Isa::AVX512VNNI ? "vnni"
+                                  : target.isa == Isa::AVXVNNI  ? "avxvnni"
+                                                               : "int8-generic")
+                               : "fp32-fma";
+  return isaName + "-conv " + std::to_string(s.MR) + "x" +
+         std::to_string(s.NV * 16);
+}
+
+LogicalResult GraphLowering::denseConv(
+    Operation *op, DenseConvSpec s, int in, int outT,
+    std::function<double(int64_t, int64_t, int64_t, int64_t)> weightAt,
+    int residual) {
+  s = packDense(s, weightAt);
+  std::string kernel = denseKernelName(s);
+  std::vector<int> ins = {in};
+  if (residual >= 0)
+    ins.push_back(residual);
+  int64_t macs = s.N * s.OH * s.OW * s.OC * s.KH * s.KW * s.IC;
+  Isa isa = target.isa;
+  addLayer(op, kernel, s.int8 ? "int8" : "fp32", macs > 50000, macs, ins,
+           {outT}, [=](KB &k) {
+             DenseConvSpec spec = s;
+             spec.inOff = tensors[in].desc.offset;
+             spec.outOff = tensors[outT].desc.offset;
+             if (residual >= 0)
+               spec.ep.resOff = tensors[residual].desc.offset;
+             emitDenseConv(k, isa, spec);
+           });
+  return success();
+}
+
+LogicalResult GraphLowering::lowerConv(Operation *op, bool int8, int in, int o,
+                                       ArrayRef<int64_t> ws, int64_t group,
+                                       ArrayRef<int64_t> strides,
+                                       ArrayRef<int64_t> pads,
+                                       ArrayRef<int64_t> dilations, Epilogue ep,
+                                       int64_t corrOff, int residual,
+                                       std::function<double(int64_t)> weight) {
+  const CTensor &x = tensors[in];
+  int64_t OC = ws[0], ICg = ws[1], KH = ws[2], KW = ws[3], IC = x.channels();
+  auto inShape = x.desc.shape, outShape = tensors[o].desc.shape;
+  if (group == 1) {
+    DenseConvSpec s;
+    s.int8 = int8;
+    setWindow(s, inShape, outShape, KH, KW, strides, pads, dilations);
+    s.IC = IC;
+    s.OC = OC;
+    s.inCS = x.desc.channelStride;
+    s.outCS = tensors[o].desc.channelStride;
+    s.corrOff = corrOff;
+    s.padRowOff = padRow(int8, x.zp, int8 ? x.desc.channelStride : IC);
+    s.ep = ep;
+    return denseConv(
+        op, s, in, o,
+        [weight, ICg, KH, KW](int64_t oc, int64_t ic, int64_t kh,
+                              int64_t kw) -> double {
+          return ic < ICg ? weight(((oc * ICg + ic) * KH + kh) * KW + kw) : 0;
+        },
+        residual);
+  }
+  if (group != IC || OC != IC || ICg != 1)
+    return groupedConv(op, int8, in, o, ws, group, strides, pads, dilations, ep,
+                       corrOff, residual, weight);
+  DepthwiseSpec s;
+  s.int8 = int8;
+  setWindow(s, inShape, outShape, KH, KW, strides, pads, dilations);
+  s.C = IC;
+  s.inCS = x.desc.channelStride;
+  s.outCS = tensors[o].desc.channelStride;
+  s.corrOff = corrOff;
+  int64_t C16 = roundUp(IC, 16);
+  s.padRowOff = padRow(int8, x.zp, C16);
+  s.ep = ep;
+  // [kh][kw][C16]
+  std::vector<int8_t> packed8(int8 ? KH * KW * C16 : 0, 0);
+  std::vector<float> packedF(int8 ? 0 : KH * KW * C16, 0.f);
+  for (int64_t c = 0; c < IC; ++c)
+    for (int64_t t = 0; t < KH * KW; ++t) {
+      double w = weight(c * KH * KW + t);
+      if (int8)
+        packed8[t * C16 + c] = static_cast<int8_t>(w);
+      else
+        packedF[t * C16 + c] = static_cast<float>(w);
+    }
+  s.weightOff = int8 ? addArray(packed8) : addArray(packedF);
+  std::vector<int> ins = {in};
+  if (residual >= 0)
+    ins.push_back(residual);
+  int64_t macs = s.N * s.OH * s.OW * IC * KH * KW;
+  addLayer(op, int8 ? "int8-depthwise 1x16" : "fp32-depthwise 1x16",
+           int8 ? "int8" : "fp32", macs > 50000, macs, ins, {o}, [=](KB &k) {
+             DepthwiseSpec spec = s;
+             spec.inOff = tensors[in].desc.offset;
+             spec.outOff = tensors[o].desc.offset;
+             if (residual >= 0)
+               spec.ep.resOff = tensors[residual].desc.offset;
+             emitDepthwise(k, spec);
+           });
+  return success();
+}
+
+LogicalResult GraphLowering::groupedConv(
+    Operation *op, bool int8, int in, int o, ArrayRef<int64_t> ws,
+    int64_t group, ArrayRef<int64_t> strides, ArrayRef<int64_t> pads,
+    ArrayRef<int64_t> dilations, Epilogue ep, int64_t corrOff, int residual,
+    std::function<double(int64_t)> weight) {
+  const CTensor &x = tensors[in];
+  int64_t OC = ws[0], ICg = ws[1], KH = ws[2], KW = ws[3];
+  if (OC % group || x.channels() != ICg * group)
+    return op->emitError("a grouped convolution needs channels divisible by "
+                         "its group count");
+  int64_t OCg = OC / group;
+  std::vector<DenseConvSpec> specs;
+  int64_t padRowOff = padRow(int8, x.zp, x.desc.channelStride + 64);
+  for (int64_t g = 0; g < group; ++g) {
+    DenseConvSpec s;
+    s.int8 = int8;
+    setWindow(s, x.desc.shape, tensors[o].desc.shape, KH, KW, strides, pads,
+              dilations);
+    s.IC = ICg;
+    s.OC = OCg;
+    // Pixels keep the full strides; the K loop reads this group's channels
+    // (int8: rounded up to dwords; the weights past ICg are zero).
+    s.inCS = x.desc.channelStride;
+    s.outCS = tensors[o].desc.channelStride;
+    s.KC = int8 ? roundUp(ICg, 4) : ICg;
+    s.padRowOff = padRowOff;
+    s.ep = ep;
+    auto shift = [&](int64_t &off) {
+      if (off >= 0)
+        off += g * OCg * 4;
+    };
+    shift(s.ep.multOff);
+    shift(s.ep.scaleOff);
+    shift(s.ep.biasOff);
+    s.corrOff = corrOff;
+    shift(s.corrOff);
+    specs.push_back(packDense(
+        s, [&](int64_t oc, int64_t ic, int64_t kh, int64_t kw) -> double {
+          return ic < ICg
+                     ? weight((((g * OCg + oc) * ICg + ic) * KH + kh) * KW + kw)
+                     : 0;
+        }));
+  }
+  // The last group's dword reads may pass the last pixel's channels.
+  storages[x.storage].bytes += 64;
+  std::vector<int> ins = {in};
+  if (residual >= 0)
+    ins.push_back(residual);
+  const DenseConvSpec &s0 = specs[0];
+  int64_t macs = s0.N * s0.OH * s0.OW * OC * KH * KW * ICg;
+  Isa isa = target.isa;
+  int64_t inEs = int8 ? 1 : 4, outEs = tensors[o].int8 ? 1 : 4;
+  addLayer(op, denseKernelName(s0) + " x" + std::to_string(group) + " groups",
+           int8 ? "int8" : "fp32", macs > 50000, macs, ins, {o}, [=](KB &k) {
+             for (int64_t g = 0; g < group; ++g) {
+               DenseConvSpec spec = specs[g];
+               spec.inOff = tensors[in].desc.offset + g * ICg * inEs;
+               spec.outOff = tensors[o].desc.offset + g * OCg * outEs;
+               if (residual >= 0)
+                 spec.ep.resOff = tensors[residual].desc.offset + g * OCg;
+               emitDenseConv(k, isa, spec);
+             }
+           });
+  return success();
+}
+
+LogicalResult GraphLowering::lowerQatConv(qat::ConvOp op) {
+  if (op.getInput().getType().getRank() != 4)
+    return op.emitError("qatc compiles 2-D convolutions only");
+  int in = inLayout(tensorOf(op.getInput()), plan::Layout::NHWC, op.getLoc());
+  auto w = constantOf(op.getWeight());
+  if (!w)
+    return op.emitError("the weight of a compiled convolution must be a "
+                        "constant");
+  qat::QuantLayout wl(op.getWeight().getType());
+  if (failed(requireSymmetric(op, wl)))
+    return failure();
+  const CTensor &x = tensors[in];
+  auto ws = cast<ShapedType>(op.getWeight().getType()).getShape();
+  int64_t OC = ws[0], perChannel = ws[1] * ws[2] * ws[3];
+  int o = resultTensor(op.getOutput(), plan::Layout::NHWC);
+  Epilogue ep;
+  if (failed(linearEpilogue(op, x, wl, OC, o, ep)))
+    return failure();
+  int residual = -1;
+  if (op.getResidual()) {
+    residual =
+        inLayout(tensorOf(op.getResidual()), plan::Layout::NHWC, op.getLoc());
+    const CTensor &r = tensors[residual];
+    ep.hasResidual = true;
+    ep.resCS = r.desc.channelStride;
+    ep.resZp = r.zp;
+    ep.resScale = r.scale;
+  }
+  ref::Tensor wt = *w;
+  int64_t corrOff = addZeroPointTerms(OC, x.zp, [&](int64_t c) {
+    int64_t sum = 0;
+    for (int64_t i = 0; i < perChannel; ++i)
+      sum += intAt(wt, c * perChannel + i);
+    return sum;
+  });
+  return lowerConv(op, true, in, o, ws, op.getGroup(), op.getStrides(),
+                   op.getPads(), op.getDilations(), ep, corrOff, residual,
+                   [wt](int64_t i) -> double { return intAt(wt, i); });
+}
+
+LogicalResult
+GraphLowering::matrixProduct(Operation *op, bool int8, int in, int o, int64_t K,
+                             int64_t N, Epilogue ep, int64_t corrOff,
+                             std::function<double(int64_t, int64_t)> weightAt) {
+  const CTensor &x = tensors[in];
+  int64_t kPhys = physicalK(x), M = x.dim(0);
+  DenseConvSpec s;
+  s.int8 = int8;
+  s.W = s.OW = M;
+  s.IC = s.inCS = kPhys;
+  s.OC = N;
+  s.outCS = tensors[o].desc.layout == plan::Layout::NHWC
+                ? tensors[o].desc.channelStride
+                : N;
+  s.corrOff = corrOff;
+  s.padRowOff = padRow(int8, x.zp, kPhys);
+  s.ep = ep;
+  CTensor view = x;
+  return denseConv(
+      op, s, in, o,
+      [view, weightAt](int64_t n, int64_t kp, int64_t, int64_t) -> double {
+        int64_t kl = logicalK(view, kp);
+        return kl < 0 ? 0 : weightAt(n, kl);
+      },
+      -1);
+}
+
+int GraphLowering::asRows(int t, Location loc) {
+  const CTensor &x = tensors[t];
+  if (x.flat)
+    return t;
+  if (x.desc.shape.size() == 2)
+    return inLayout(t, plan::Layout::NHWC, loc);
+  int64_t K = x.desc.shape.back(), M = product(x.desc.shape) / K;
+  std::vector<int64_t> rows = {M, K};
+  if (!x.view && x.desc.layout == plan::Layout::Plain &&
+      (!x.int8 || K % 4 == 0)) {
+    // The same bytes as a [M, K] matrix.
+    int a = alias(t, x.desc.name, rows);
+    tensors[a].desc.layout = plan::Layout::NHWC;
+    tensors[a].desc.channelStride = K;
+    out.manifest.tensors[tensors[a].manifestIndex] = tensors[a].desc;
+    return a;
+  }
+  // A copy with the rows padded for the int8 kernel.
+  CTensor copy = x;
+  copy.view = false;
+  copy.vstrides.clear();
+  copy.vbase = 0;
+  copy.desc.shape = rows;
+  copy.desc.layout = plan::Layout::NHWC;
+  copy.desc.channelStride = x.int8 ? roundUp(K, 4) : K;
+  int r = addTensor(copy);
+  std::vector<int64_t> shape = x.desc.shape;
+  addLayer(loc, nodeName(loc), "layout", "strided-copy", "layout",
+           product(shape) > 4096, 0, {t}, {r}, [=](KB &k) {
+             StridedMap m;
+             m.shape = shape;
+             m.ins = {operand(Src{t, -1, {}}, shape)};
+             m.out = operand(Src{r, -1, {}}, rows);
+             // Row m of the copy holds the last axis of input index m.
+             m.out.strides.assign(shape.size(), 0);
+             int64_t st = tensors[r].desc.channelStride;
+             m.out.strides.back() = 1;
+             for (size_t d = shape.size() - 1; d-- > 0;) {
+               m.out.strides[d] = st;
+               st *= shape[d];
+             }
+             emitStridedMap(k, m, nullptr);
+           });
+  return r;
+}
+
+LogicalResult GraphLowering::batchedProduct(Operation *op, int ta, int tb,
+                                            bool transB, int o, float mult,
+                                            int64_t scaleOff, int64_t biasOff,
+                                            std::optional<qat::ClampAttr> act) {
+  std::vector<int64_t> outShape = tensors[o].desc.shape;
+  size_t rank = outShape.size();
+  int64_t M = outShape[rank - 2], N = outShape[rank - 1],
+          K = tensors[ta].desc.shape.back();
+  std::vector<int64_t> batch(outShape.begin(), outShape.end() - 2);
+  int64_t batches = product(batch);
+  float lo = -std::numeric_limits<float>::infinity(), hi = -lo;
+  if (act && *act) {
+    lo = static_cast<float>(act->getMin());
+    hi = static_cast<float>(act->getMax());
+  }
+  bool int8 = tensors[ta].int8;
+  addLayer(
+      op, int8 ? "int8-batched-matmul" : "fp32-batched-matmul",
+      int8 ? "int8" : "fp32", batches * M * N * K > 50000, batches * M * N * K,
+      {ta, tb}, {o}, [=](KB &k) {
+        const CTensor &A = tensors[ta], &B = tensors[tb], &O = tensors[o];
+        std::vector<int64_t> la = batch, lb = batch;
+        la.insert(la.end(), {M, K});
+        lb.insert(lb.end(), transB ? std::initializer_list<int64_t>{N, K}
+                                   : std::initializer_list<int64_t>{K, N});
+        StridedOperand sa = operand(Src{ta, -1, {}}, la),
+                       sb = operand(Src{tb, -1, {}}, lb),
+                       so = operand(Src{o, -1, {}}, outShape);
+        if (transB)
+          std::swap(sb.strides[rank - 2], sb.strides[rank - 1]);
+        OpBuilder &bb = k.b;
+        auto elem = [&](const StridedOperand &s, Value idx) {
+          Value p = k.gep(s.inWeights ? k.weights : k.arena,
+                          k.add(k.c(s.byteOffset + s.offset * s.elemBytes),
+                                k.mul(idx, k.c(s.elemBytes))));
+          Value v = k.load(s.elemBytes == 1 ? k.i8 : k.f32, p);
+          return v;
+        };
+        auto centered = [&](Value q, int64_t zp) -> Value {
+          Value i = bb.create<arith::ExtUIOp>(k.loc, k.i32, q);
+          return bb.create<arith::SubIOp>(
+              k.loc, i, bb.create<arith::ConstantIntOp>(k.loc, zp, 32));
+        };
+        auto [b0, e0] = k.share(batches * M);
+        k.loop(b0, e0, 1, [&](Value r) {
+          Value m = k.rem(r, k.c(M)), rest = k.div(r, k.c(M));
+          Value ba = k.mul(m, k.c(sa.strides[rank - 2])),
+                bo = k.mul(m, k.c(so.strides[rank - 2])), bbase = k.c(0);
+          for (size_t d = rank - 2; d-- > 0;) {
+            Value idx = d == 0 ? rest : k.rem(rest, k.c(batch[d]));
+            if (d > 0)
+              rest = k.div(rest, k.c(batch[d]));
+            ba = k.add(ba, k.mul(idx, k.c(sa.strides[d])));
+            bbase = k.add(bbase, k.mul(idx, k.c(sb.strides[d])));
+            bo = k.add(bo, k.mul(idx, k.c(so.strides[d])));
+          }
+          k.loop(k.c(0), k.c(N), 1, [&](Value n) {
+            Value zero =
+                int8 ? bb.create<arith::ConstantIntOp>(k.loc, 0, 32).getResult()
+                     : k.cf(0.f);
+            Value acc = k.loop(
+                k.c(0), k.c(K), 1, ValueRange{zero},
+                [&](Value kk, ValueRange s) -> SmallVector<Value> {
+                  Value x =
+                      elem(sa, k.add(ba, k.mul(kk, k.c(sa.strides[rank - 1]))));
+                  Value w = elem(
+                      sb,
+                      k.add(bbase, k.add(k.mul(kk, k.c(sb.strides[rank - 2])),
+                                         k.mul(n, k.c(sb.strides[rank - 1])))));
+                  if (int8)
+                    return {bb.create<arith::AddIOp>(
+                        k.loc, s[0],
+                        bb.create<arith::MulIOp>(k.loc, centered(x, A.zp),
+                                                 centered(w, B.zp)))};
+                  return {bb.create<arith::AddFOp>(
+                      k.loc, s[0], bb.create<arith::MulFOp>(k.loc, x, w))};
+                })[0];
+            Value y = int8
+                          ? bb.create<arith::MulFOp>(
+                                  k.loc,
+                                  bb.create<arith::SIToFPOp>(k.loc, k.f32, acc),
+                                  k.cf(mult))
+                                .getResult()
+                          : acc;
+            if (!int8 && mult != 1.f)
+              y = bb.create<arith::MulFOp>(k.loc, y, k.cf(mult));
+            auto channel = [&](int64_t off) {
+              return k.load(
+                  k.f32, k.gep(k.weights, k.add(k.c(off), k.mul(n, k.c(4)))));
+            };
+            if (scaleOff >= 0)
+              y = bb.create<arith::MulFOp>(k.loc, y, channel(scaleOff));
+            if (biasOff >= 0)
+              y = bb.create<arith::AddFOp>(k.loc, y, channel(biasOff));
+            if (!std::isinf(lo))
+              y = bb.create<arith::MaximumFOp>(k.loc, y, k.cf(lo));
+            if (!std::isinf(hi))
+              y = bb.create<arith::MinimumFOp>(k.loc, y, k.cf(hi));
+            Value idx = k.add(bo, k.mul(n, k.c(so.strides[rank - 1])));
+            if (O.int8)
+              k.store(k.quantize(y, O.scale, O.zp, O.qmin, O.qmax),
+                      k.at(O.desc.offset, idx, 1));
+            else
+              k.store(y, k.at(O.desc.offset, idx, 4));
+          });
+        });
+      });
+  return success();
+}
+
+LogicalResult GraphLowering::lowerQatMatMul(qat::MatMulOp op) {
+  auto w = constantOf(op.getRhs());
+  bool outInt8 =
+      isa<quant::QuantizedType>(op.getOutput().getType().getElementType());
+  auto outShape = op.getOutput().getType().getShape();
+  if (!w || cast<ShapedType>(op.getRhs().getType()).getRank() != 2) {
+    // Activation x activation (attention): a batched product.
+    if (op.getResidual())
+      return op.emitError("a residual on a matrix product is not compiled "
+                          "yet");
+    if (!qat::getPerTensorType(op.getRhs().getType()))
+      return op.emitError("qatc compiles activation matrix products with a "
+                          "per-tensor right-hand side only");
+    int o = resultTensor(op.getOutput(), plan::Layout::Plain);
+    const CTensor &A = tensors[tensorOf(op.getLhs())],
+                  &B = tensors[tensorOf(op.getRhs())];
+    float mult =
+        static_cast<float>(A.desc.scale) * static_cast<float>(B.desc.scale);
+    int64_t N = outShape.back(), scaleOff = -1, biasOff = -1;
+    if (op.getBias() &&
+        failed(addChannelConstant(op, op.getBias(), "bias", N, biasOff)))
+      return failure();
+    if (op.getChannelScale() &&
+        failed(addChannelConstant(op, op.getChannelScale(), "channel scale", N,
+                                  scaleOff)))
+      return failure();
+    if (op.getResidualActivation())
+      return op.emitError("a residual activation without a residual");
+    return batchedProduct(op, tensorOf(op.getLhs()), tensorOf(op.getRhs()),
+                          op.getTransposeRhs(), o, mult, scaleOff, biasOff,
+                          op.getActivation());
+  }
+  qat::QuantLayout wl(op.getRhs().getType());
+  if (failed(requireSymmetric(op, wl)))
+    return failure();
+  int in = asRows(tensorOf(op.getLhs()), op.getLoc());
+  const CTensor &x = tensors[in];
+  auto rs = cast<ShapedType>(op.getRhs().getType()).getShape();
+  bool tr = op.getTransposeRhs();
+  int64_t K = tr ? rs[1] : rs[0], N = tr ? rs[0] : rs[1];
+  int o = resultTensor(op.getOutput(), outInt8 && outShape.size() == 2
+                                           ? plan::Layout::NHWC
+                                           : plan::Layout::Plain);
+  Epilogue ep;
+  if (failed(linearEpilogue(op, x, wl, N, o, ep)))
+    return failure();
+  if (op.getResidual())
+    return op.emitError("a residual on a matrix product is not compiled yet");
+  ref::Tensor wt = *w;
+  auto weightAt = [wt, tr, K, N](int64_t n, int64_t k) -> double {
+    return intAt(wt, tr ? n * K + k : k * N + n);
+  };
+  int64_t corrOff = addZeroPointTerms(N, x.zp, [&](int64_t n) {
+    int64_t sum = 0;
+    for (int64_t k = 0; k < K; ++k)
+      sum += static_cast<int64_t>(weightAt(n, k));
+    return sum;
+  });
+  return matrixProduct(op, true, in, o, K, N, ep, corrOff, weightAt);
+}
+
+LogicalResult GraphLowering::lowerFloatConv(onnx::ConvOp op) {
+  auto inType = cast<RankedTensorType>(op.getX().getType());
+  if (inType.getRank() != 4 || !inType.getElementType().isF32())
+    return op.emitError("qatc compiles 2-D f32 convolutions only");
+  int in = inLayout(tensorOf(op.getX()), plan::Layout::NHWC, op.getLoc());
+  auto w = constantOf(op.getW());
+  if (!w)
+    return op.emitError("the weight of a compiled convolution must be a "
+                        "constant");
+  std::vector<float> wf = floatsOf(*w);
+  auto ws = cast<ShapedType>(op.getW().getType()).getShape();
+  int o = resultTensor(op.getY(), plan::Layout::NHWC);
+  Epilogue ep;
+  if (op.getB() &&
+      failed(addChannelConstant(op, op.getB(), "bias", ws[0], ep.biasOff)))
+    return failure();
+  foldActivation(op.getY(), o, ep);
+  return lowerConv(op, false, in, o, ws, op.getGroup(), op.getStrides(),
+                   op.getPads(), op.getDilations(), ep, -1, -1,
+                   [wf](int64_t i) -> double { return wf[i]; });
+}
+
+LogicalResult GraphLowering::lowerFloatMatMul(onnx::MatMulOp op) {
+  auto w = constantOf(op.getB());
+  auto bs = cast<ShapedType>(op.getB().getType()).getShape();
+  int o = resultTensor(op.getY(), plan::Layout::Plain);
+  if (!w || bs.size() != 2) {
+    std::optional<std::pair<float, float>> act = foldActivation(op.getY(), o);
+    std::optional<qat::ClampAttr> clamp;
+    if (act)
+      clamp = qat::ClampAttr::get(op.getContext(), act->first, act->second);
+    return batchedProduct(op, tensorOf(op.getA()), tensorOf(op.getB()), false,
+                          o, 1.f, -1, -1, clamp);
+  }
+  if (cast<ShapedType>(op.getA().getType()).getRank() < 2)
+    return op.emitError("qatc compiles MatMul with a matrix left-hand side");
+  std::vector<float> wf = floatsOf(*w);
+  int in = asRows(tensorOf(op.getA()), op.getLoc());
+  int64_t K = bs[0], N = bs[1];
+  Epilogue ep;
+  foldActivation(op.getY(), o, ep);
+  return matrixProduct(
+      op, false, in, o, K, N, ep, -1,
+      [wf, N](int64_t n, int64_t k) -> double { return wf[k * N + n]; });
+}
+
+LogicalResult GraphLowering::lowerGemm(onnx::GemmOp op) {
+  float alpha = op.getAlpha().convertToFloat(),
+        beta = op.getBeta().convertToFloat();
+  int a = tensorOf(op.getA());
+  if (op.getTransA()) {
+    // A transposed view; the product reads it through a copy.
+    CTensor v = tensors[a];
+    std::vector<int64_t> st = stridesOf(v);
+    std::swap(st[0], st[1]);
+    std::swap(v.desc.shape[0], v.desc.shape[1]);
+    v.vbase = v.view ? v.vbase : 0;
+    v.view = true;
+    v.vstrides = st;
+    v.flat = false;
+    v.manifestIndex = -1;
+    tensors.push_back(v);
+    a = tensors.size() - 1;
+  }
+  auto bs = cast<ShapedType>(op.getB().getType()).getShape();
+  bool tr = op.getTransB();
+  int64_t K = tr ? bs[1] : bs[0], N = tr ? bs[0] : bs[1];
+  int o = resultTensor(op.getY(), plan::Layout::Plain);
+  std::vector<float> bias;
+  if (op.getC()) {
+    auto c = constantOf(op.getC());
+    if (!c)
+      return op.emitError("qatc compiles Gemm with a constant C only");
+    bias = floatsOf(*c);
+    if (bias.size() == 1)
+      bias.assign(N, bias[0]);
+    if (static_cast<int64_t>(bias.size()) != N)
+      return op.emitError("qatc compiles Gemm with a per-column C only");
+    for (float &x : bias)
+      x *= beta;
+  }
+  Epilogue ep;
+  if (!bias.empty())
+    ep.biasOff = addChannels(bias, N);
+  auto w = constantOf(op.getB());
+  if (!w) {
+    std::optional<std::pair<float, float>> act = foldActivation(op.getY(), o);
+    std::optional<qat::ClampAttr> clamp;
+    if (act)
+      clamp = qat::ClampAttr::get(op.getContext(), act->first, act->second);
+    return batchedProduct(op, a, tensorOf(op.getB()), tr, o, alpha, -1,
+                          ep.biasOff, clamp);
+  }
+  std::vector<float> wf = floatsOf(*w);
+  // alpha folds into the weights.
+  if (alpha != 1.f)
+    for (float &x : wf)
+      x *= alpha;
+  int in = asRows(a, op.getLoc());
+  foldActivation(op.getY(), o, ep);
+  return matrixProduct(op, false, in, o, K, N, ep, -1,
+                       [wf, tr, K, N](int64_t n, int64_t k) -> double {
+                         return wf[tr ? n * K + k : k * N + n];
+                       });
+}
+
+} // namespace qatc::codegen::lowering

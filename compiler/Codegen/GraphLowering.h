@@ -1,0 +1,496 @@
+//===- GraphLowering.h - a qat/onnx function to layer functions -*- C++ -*-===//
+//
+// Internal to compiler/Codegen. GraphLowering walks the function after
+// `qat-lower` in order and gives each op a layer: a kernel spec, the tensors
+// it reads and writes, and the packed constants it needs. Activations are
+// NHWC inside the graph (channels padded to a multiple of 4 for int8 so that
+// 4 input channels form one VNNI dword); layout conversions are layers of
+// their own, inserted only where a graph input or output, or a reshape,
+// needs the plain ONNX order. Quantized tensors are held as u8 with an
+// offset (s8 + 128), so every int8 kernel reads unsigned activations. The
+// arena is planned once all lifetimes are known; then every layer function
+// is emitted with its final offsets.
+//
+// The handlers live in three files: GraphLowering.cpp (tensors, layers,
+// arena, the op walk), ConvLowering.cpp (convolutions and matrix products)
+// and MapLowering.cpp (elementwise ops, data movement, pooling, reductions).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef QATC_CODEGEN_GRAPHLOWERING_H
+#define QATC_CODEGEN_GRAPHLOWERING_H
+
+#include "KernelBuilder.h"
+
+#include "qatc/Dialect/Onnx/OnnxOps.h"
+#include "qatc/Dialect/Qat/QatOps.h"
+#include "qatc/Reference/Evaluator.h"
+#include "qatc/Support/Locations.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+#include <deque>
+#include <functional>
+#include <map>
+
+namespace qatc::codegen::lowering {
+
+using namespace mlir;
+
+inline int64_t roundUp(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+/// A tensor of the compiled graph: where and how it is stored.
+struct CTensor {
+  plan::TensorDesc desc;
+  int storage = -1;
+  int manifestIndex = -1;
+  bool int8 = false; ///< stored as u8 (with desc.storedOffset)
+  int64_t zp = 0, qmin = 0, qmax = 255; ///< stored domain
+  float scale = 1;
+  /// A rank-2 [N, C*H*W] view of rank-4 NHWC data (Flatten before a Gemm).
+  bool flat = false;
+  int64_t fC = 0, fH = 0, fW = 0, fCS = 0;
+  /// A strided view of another tensor's storage (Transpose, Slice, a
+  /// Reshape that needs no copy): element strides and first element. Only
+  /// strided kernels read views; the others get a copy (inLayout).
+  bool view = false;
+  std::vector<int64_t> vstrides;
+  int64_t vbase = 0;
+
+  int64_t dim(size_t i) const { return desc.shape[i]; }
+  int64_t channels() const { return desc.shape.size() > 1 ? desc.shape[1] : 1; }
+  /// Pixels (N*H*W, or M for rank 2) of an NHWC tensor.
+  int64_t pixels() const {
+    int64_t p = desc.shape[0];
+    for (size_t i = 2; i < desc.shape.size(); ++i)
+      p *= desc.shape[i];
+    return p;
+  }
+};
+
+/// Where a strided kernel reads an operand: a tensor, or a constant in the
+/// weights blob (f32, row-major `shape`).
+struct Src {
+  int tensor = -1;
+  int64_t weightOff = -1;
+  std::vector<int64_t> shape;
+};
+
+/// A float scalar body of a strided kernel.
+using ScalarFn = std::function<Value(KB &, ArrayRef<Value>)>;
+
+inline std::vector<int64_t> rowMajor(ArrayRef<int64_t> shape) {
+  std::vector<int64_t> st(shape.size(), 1);
+  int64_t acc = 1;
+  for (size_t d = shape.size(); d-- > 0;) {
+    st[d] = acc;
+    acc *= shape[d];
+  }
+  return st;
+}
+
+inline int64_t product(ArrayRef<int64_t> shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+/// The strides of `newShape` over the same elements as `shape` with
+/// `strides` (row-major order), when no copy is needed: merged dimensions
+/// must be contiguous in each other.
+inline std::optional<std::vector<int64_t>>
+reshapedStrides(ArrayRef<int64_t> shape, ArrayRef<int64_t> strides,
+                ArrayRef<int64_t> newShape) {
+  std::vector<int64_t> os, ost;
+  for (size_t d = 0; d < shape.size(); ++d)
+    if (shape[d] != 1) {
+      os.push_back(shape[d]);
+      ost.push_back(strides[d]);
+    }
+  std::vector<size_t> nd;
+  for (size_t d = 0; d < newShape.size(); ++d)
+    if (newShape[d] != 1)
+      nd.push_back(d);
+  std::vector<int64_t> nst(newShape.size(), 0);
+  size_t a = 0, b = 0;
+  while (a < os.size() && b < nd.size()) {
+    int64_t po = os[a], pn = newShape[nd[b]];
+    size_t a2 = a + 1, b2 = b + 1;
+    while (po != pn) {
+      if (po < pn) {
+        if (a2 >= os.size())
+          return std::nullopt;
+        po *= os[a2++];
+      } else {
+        if (b2 >= nd.size())
+          return std::nullopt;
+        pn *= newShape[nd[b2++]];
+      }
+    }
+    for (size_t i = a; i + 1 < a2; ++i)
+      if (ost[i] != ost[i + 1] * os[i + 1])
+        return std::nullopt;
+    int64_t st = ost[a2 - 1];
+    for (size_t i = b2; i-- > b;) {
+      nst[nd[i]] = st;
+      st *= newShape[nd[i]];
+    }
+    a = a2;
+    b = b2;
+  }
+  if (a != os.size() || b != nd.size())
+    return std::nullopt;
+  return nst;
+}
+
+/// The common refinement of two shapes of the same elements (each dimension
+/// split, never merged) and both sides' strides over it: the loop of a copy
+/// that reshapes. Fails when the shapes do not split into each other.
+inline bool refineShapes(ArrayRef<int64_t> as, ArrayRef<int64_t> ast,
+                         ArrayRef<int64_t> bs, ArrayRef<int64_t> bst,
+                         std::vector<int64_t> &shape, std::vector<int64_t> &sa,
+                         std::vector<int64_t> &sb) {
+  size_t i = 0, j = 0;
+  int64_t ra = as.empty() ? 1 : as[0], rb = bs.empty() ? 1 : bs[0];
+  while (i < as.size() && j < bs.size()) {
+    if (ra == 1) {
+      if (++i < as.size())
+        ra = as[i];
+      continue;
+    }
+    if (rb == 1) {
+      if (++j < bs.size())
+        rb = bs[j];
+      continue;
+    }
+    int64_t piece;
+    if (ra % rb == 0)
+      piece = rb;
+    else if (rb % ra == 0)
+      piece = ra;
+    else
+      return false;
+    shape.push_back(piece);
+    sa.push_back(ast[i] * (ra / piece));
+    sb.push_back(bst[j] * (rb / piece));
+    ra /= piece;
+    rb /= piece;
+  }
+  return true;
+}
+
+struct Storage {
+  int64_t bytes = 0;
+  int first = 1 << 30, last = -1;
+  int64_t offset = 0;
+};
+
+struct Layer {
+  plan::LayerDesc desc;
+  Location loc;
+  std::function<void(KB &)> emit;
+};
+
+/// The values of a constant operand (onnx.Constant / qat.constant).
+inline std::optional<ref::Tensor> constantOf(Value v) {
+  Operation *def = v.getDefiningOp();
+  if (!def)
+    return std::nullopt;
+  ElementsAttr attr;
+  if (auto c = dyn_cast<onnx::ConstantOp>(def))
+    attr = dyn_cast<ElementsAttr>(c.getValue());
+  else if (auto c = dyn_cast<qat::ConstantOp>(def))
+    attr = c.getValue();
+  if (!attr)
+    return std::nullopt;
+  return ref::constantValues(attr,
+                             cast<ShapedType>(v.getType()).getElementType());
+}
+
+inline std::vector<float> floatsOf(const ref::Tensor &t) {
+  std::vector<float> out(t.numElements());
+  for (int64_t i = 0; i < t.numElements(); ++i)
+    out[i] = t.dtype() == ref::DType::F64
+                 ? static_cast<float>(t.data<double>()[i])
+                 : t.data<float>()[i];
+  return out;
+}
+
+inline int64_t intAt(const ref::Tensor &t, int64_t i) {
+  switch (t.dtype()) {
+  case ref::DType::I8:
+    return t.data<int8_t>()[i];
+  case ref::DType::U8:
+    return t.data<uint8_t>()[i];
+  case ref::DType::I32:
+    return t.data<int32_t>()[i];
+  default:
+    return 0;
+  }
+}
+
+/// The ONNX node a (possibly fused) location is mostly about: its first
+/// node that is not a QuantizeLinear / DequantizeLinear.
+inline std::optional<OnnxLocInfo> mainNode(Location loc) {
+  auto infos = getOnnxLocInfos(loc);
+  for (const OnnxLocInfo &i : infos)
+    if (i.index >= 0 && i.kind != "QuantizeLinear" &&
+        i.kind != "DequantizeLinear")
+      return i;
+  if (!infos.empty())
+    return infos.front();
+  return std::nullopt;
+}
+
+inline std::string nodeName(Location loc) {
+  auto info = mainNode(loc);
+  return info ? info->name : "?";
+}
+
+inline std::string opTypeOf(Location loc, Operation *op) {
+  auto info = mainNode(loc);
+  if (info && info->index >= 0)
+    return info->kind;
+  return op->getName().getStringRef().str();
+}
+
+class GraphLowering {
+public:
+  GraphLowering(func::FuncOp func, const Target &target, LoweredGraph &out)
+      : func(func), target(target), out(out) {}
+  LogicalResult run();
+
+private:
+  // Tensors and storage.
+  /// Registers `t` with storage of its own, sized for its layout.
+  int addTensor(CTensor t);
+  int newTensor(std::string name, ArrayRef<int64_t> shape, bool int8,
+                plan::Layout layout, Type quantType = {});
+  /// The tensor of op result `res` (int8 when its type is quantized).
+  int resultTensor(Value res, plan::Layout layout);
+  int alias(int base, std::string name, ArrayRef<int64_t> shape);
+  /// The tensor holding `v`; a constant gets one, filled by a layer.
+  int tensorOf(Value v);
+  /// `t` in NHWC (converting a plain rank-4 tensor) or plain, and not a
+  /// view: a copy when needed.
+  int inLayout(int t, plan::Layout want, Location loc);
+  /// The layout of a new tensor of `shape`: NHWC for ranks 2 and 4.
+  static plan::Layout layoutFor(ArrayRef<int64_t> shape) {
+    return shape.size() == 4 || shape.size() == 2 ? plan::Layout::NHWC
+                                                  : plan::Layout::Plain;
+  }
+  /// Element strides of `t` over its logical shape.
+  std::vector<int64_t> stridesOf(const CTensor &t) const;
+  /// `s` read by a strided kernel over `loop` (broadcast from the right).
+  StridedOperand operand(const Src &s, ArrayRef<int64_t> loop) const;
+  Src srcOf(Value v);
+  /// Result `res` as a view of `base`'s storage.
+  void makeView(int base, Value res, std::vector<int64_t> strides,
+                int64_t offset);
+  std::string nameOf(Value v);
+  int64_t addWeights(const void *data, size_t bytes);
+  template <typename T> int64_t addArray(const std::vector<T> &v) {
+    return addWeights(v.data(), v.size() * sizeof(T));
+  }
+  /// A per-channel f32 array padded for 16-lane loads past the last channel.
+  int64_t addChannels(std::vector<float> v, int64_t channels) {
+    v.resize(roundUp(channels, 64) + 64, 0.f);
+    return addArray(v);
+  }
+  /// The per-channel values of constant `v` (a bias, a channel scale) in the
+  /// weights blob, at `offset`.
+  LogicalResult addChannelConstant(Operation *op, Value v, StringRef what,
+                                   int64_t channels, int64_t &offset);
+  /// The zero-point term -z_x * sum(w[c]) of every output channel, the
+  /// int8 kernels' initial accumulators.
+  int64_t addZeroPointTerms(int64_t channels, int64_t zx,
+                            llvm::function_ref<int64_t(int64_t)> weightSum);
+  int64_t padRow(bool int8, int64_t value, int64_t bytes);
+  void addLayer(Location loc, std::string node, std::string opType,
+                std::string kernel, std::string precision, bool parallel,
+                int64_t macs, std::vector<int> inputs, std::vector<int> outputs,
+                std::function<void(KB &)> emit);
+  void addLayer(Operation *op, std::string kernel, std::string precision,
+                bool parallel, int64_t macs, std::vector<int> inputs,
+                std::vector<int> outputs, std::function<void(KB &)> emit) {
+    addLayer(op->getLoc(), nodeName(op->getLoc()), opTypeOf(op->getLoc(), op),
+             std::move(kernel), std::move(precision), parallel, macs,
+             std::move(inputs), std::move(outputs), std::move(emit));
+  }
+  void fillEpilogueOut(Epilogue &ep, const CTensor &out);
+  void fillActivation(Epilogue &ep, std::optional<qat::ClampAttr> act,
+                      bool post);
+  /// The epilogue of a qat.conv / qat.matmul with input `x`, weights `wl`
+  /// and output tensor `o`: accumulator scales, bias, channel scale, clamps.
+  template <typename OpTy>
+  LogicalResult linearEpilogue(OpTy op, const CTensor &x,
+                               const qat::QuantLayout &wl, int64_t channels,
+                               int o, Epilogue &ep);
+  /// A float Relu/Clip that is the only user of `v`: folded into its
+  /// producer's epilogue (its result is the producer's tensor `o`).
+  std::optional<std::pair<float, float>> foldActivation(Value v, int o);
+  void foldActivation(Value v, int o, Epilogue &ep) {
+    if (auto act = foldActivation(v, o)) {
+      ep.hasAct = true;
+      ep.actLo = act->first;
+      ep.actHi = act->second;
+    }
+  }
+
+  // Op handlers.
+  LogicalResult lowerQuantize(qat::QuantizeOp op);
+  LogicalResult lowerDequantize(qat::DequantizeOp op);
+  LogicalResult lowerQatConv(qat::ConvOp op);
+  LogicalResult lowerQatMatMul(qat::MatMulOp op);
+  LogicalResult lowerElementwise(Operation *op, Value a, Value b, bool mul,
+                                 std::optional<qat::ClampAttr> act);
+  LogicalResult lowerClamp(Operation *op, Value in, double lo, double hi);
+  /// Max pooling, or average pooling when `average` (count_include_pad:
+  /// `countPad`); int8 or f32.
+  LogicalResult lowerPool(Operation *op, Value in, ArrayRef<int64_t> kernel,
+                          ArrayRef<int64_t> strides, ArrayRef<int64_t> pads,
+                          ArrayRef<int64_t> dilations, bool average = false,
+                          bool countPad = false);
+  LogicalResult lowerReshape(Operation *op, Value in);
+  LogicalResult lowerFloatConv(onnx::ConvOp op);
+  LogicalResult lowerGemm(onnx::GemmOp op);
+  /// A strided elementwise layer: result = fn(inputs dequantized to f32),
+  /// quantized when the result is; a float Relu/Clip after it folds in.
+  LogicalResult lowerMap(Operation *op, std::vector<Src> ins,
+                         std::string kernel, ScalarFn fn);
+  LogicalResult lowerUnary(Operation *op, std::string kernel, ScalarFn fn) {
+    return lowerMap(op, {srcOf(op->getOperand(0))}, std::move(kernel),
+                    std::move(fn));
+  }
+  LogicalResult lowerBinary(Operation *op, std::string kernel, ScalarFn fn) {
+    return lowerMap(op, {srcOf(op->getOperand(0)), srcOf(op->getOperand(1))},
+                    std::move(kernel), std::move(fn));
+  }
+  LogicalResult lowerTranspose(Operation *op, Value in, ArrayRef<int64_t> perm);
+  LogicalResult lowerSlice(Operation *op, Value in, ArrayRef<int64_t> starts,
+                           ArrayRef<int64_t> steps);
+  LogicalResult lowerConcat(Operation *op, ValueRange ins, int64_t axis);
+  LogicalResult lowerPad(onnx::PadOp op);
+  LogicalResult lowerBatchNorm(onnx::BatchNormalizationOp op);
+  /// Mean over `axes` (GlobalAveragePool, ReduceMean), int8 or f32 input.
+  LogicalResult lowerMean(Operation *op, Value in, ArrayRef<int64_t> axes);
+  LogicalResult lowerSoftmax(onnx::SoftmaxOp op);
+  LogicalResult lowerPow(onnx::PowOp op);
+  LogicalResult lowerLayerNorm(onnx::LayerNormalizationOp op);
+  LogicalResult lowerFloatMatMul(onnx::MatMulOp op);
+  /// `t` as a [M, K] matrix with contiguous (int8: 4-padded) rows for the
+  /// dense kernel: an alias of plain data, else a copy.
+  int asRows(int t, Location loc);
+  /// A batched product of two activations (numpy matmul broadcasting) into
+  /// `o`: per element acc * mult (int8), * scale[n], + bias[n], clamp.
+  LogicalResult batchedProduct(Operation *op, int ta, int tb, bool transB,
+                               int o, float mult, int64_t scaleOff,
+                               int64_t biasOff,
+                               std::optional<qat::ClampAttr> act);
+
+  /// A 2-D convolution, int8 or fp32, dense or depthwise, of input tensor
+  /// `in` to `o`; `weight(i)` is element i of the [OC, IC/group, KH, KW]
+  /// weight.
+  LogicalResult lowerConv(Operation *op, bool int8, int in, int o,
+                          ArrayRef<int64_t> wShape, int64_t group,
+                          ArrayRef<int64_t> strides, ArrayRef<int64_t> pads,
+                          ArrayRef<int64_t> dilations, Epilogue ep,
+                          int64_t corrOff, int residual,
+                          std::function<double(int64_t)> weight);
+  /// Picks the tile of `s` and packs `weightAt(oc, ic, kh, kw)` for it
+  /// (zero beyond the real channels).
+  DenseConvSpec
+  packDense(DenseConvSpec s,
+            std::function<double(int64_t, int64_t, int64_t, int64_t)> weightAt);
+  std::string denseKernelName(const DenseConvSpec &s) const;
+  /// A dense convolution layer: packs `weightAt(oc, ic, kh, kw)` for the
+  /// micro-kernel (zero beyond the real channels) and picks the tile.
+  LogicalResult
+  denseConv(Operation *op, DenseConvSpec s, int in, int outT,
+            std::function<double(int64_t, int64_t, int64_t, int64_t)> weightAt,
+            int residual);
+  /// A grouped convolution: one dense kernel per group in one layer, each
+  /// reading its input channels and writing its output channels in place.
+  LogicalResult groupedConv(Operation *op, bool int8, int in, int o,
+                            ArrayRef<int64_t> wShape, int64_t group,
+                            ArrayRef<int64_t> strides, ArrayRef<int64_t> pads,
+                            ArrayRef<int64_t> dilations, Epilogue ep,
+                            int64_t corrOff, int residual,
+                            std::function<double(int64_t)> weight);
+  /// A matrix product of `in` ([M, K], or a flattened NHWC view) with the
+  /// constant weight `weightAt(n, k)` (ONNX order) as a 1x1 convolution.
+  LogicalResult matrixProduct(Operation *op, bool int8, int in, int o,
+                              int64_t K, int64_t N, Epilogue ep,
+                              int64_t corrOff,
+                              std::function<double(int64_t, int64_t)> weightAt);
+
+  // After the walk.
+  void planArena();
+  void emitLayers();
+
+  func::FuncOp func;
+  const Target &target;
+  LoweredGraph &out;
+  /// A deque: handlers hold references to tensors while adding others.
+  std::deque<CTensor> tensors;
+  std::vector<Storage> storages;
+  std::vector<Layer> layers;
+  llvm::DenseMap<Value, int> valueTensor;
+  std::map<std::pair<int, int>, int> converted;
+  llvm::DenseSet<Operation *> folded;
+  llvm::DenseMap<Value, int64_t> constantOffsets;
+  bool constantError = false;
+};
+
+/// Sets the window of `s` from NCHW shapes and ONNX attributes.
+inline void setWindow(ConvSpec &s, ArrayRef<int64_t> inShape,
+                      ArrayRef<int64_t> outShape, int64_t KH, int64_t KW,
+                      ArrayRef<int64_t> strides, ArrayRef<int64_t> pads,
+                      ArrayRef<int64_t> dilations) {
+  s.N = outShape[0];
+  s.H = inShape[2];
+  s.W = inShape[3];
+  s.OH = outShape[2];
+  s.OW = outShape[3];
+  s.KH = KH;
+  s.KW = KW;
+  s.SH = strides[0];
+  s.SW = strides[1];
+  s.PT = pads[0];
+  s.PL = pads[1];
+  s.DH = dilations.empty() ? 1 : dilations[0];
+  s.DW = dilations.empty() ? 1 : dilations[1];
+}
+
+/// The weights of a matrix product are symmetric (zero point 0).
+inline LogicalResult requireSymmetric(Operation *op,
+                                      const qat::QuantLayout &wl) {
+  for (int64_t z : wl.zeroPoints)
+    if (z != 0)
+      return op->emitError("qatc needs symmetric weights (zero point 0); "
+                           "this weight has zero point ")
+             << z;
+  return success();
+}
+
+/// The physical row length of a matrix product's input: the flattened NHWC
+/// pixels x padded channels, or the (padded) row.
+inline int64_t physicalK(const CTensor &x) {
+  if (x.flat)
+    return x.fH * x.fW * x.fCS;
+  return x.desc.layout == plan::Layout::NHWC ? x.desc.channelStride : x.dim(1);
+}
+
+/// The ONNX (logical) column of physical column `kp` of `x`, or -1 for
+/// padding.
+inline int64_t logicalK(const CTensor &x, int64_t kp) {
+  if (!x.flat)
+    return kp < x.dim(1) ? kp : -1;
+  int64_t pix = kp / x.fCS, c = kp % x.fCS;
+  return c < x.fC ? c * x.fH * x.fW + pix : -1;
+}
+
+} // namespace qatc::codegen::lowering
+
+#endif // QATC_CODEGEN_GRAPHLOWERING_H

@@ -1,0 +1,669 @@
+//===- MapLowering.cpp - elementwise ops, data movement, pools, means -----===//
+//
+// Everything that is not a convolution or a matrix product: quantize,
+// dequantize and elementwise math through the strided loop nests of
+// StridedKernels.cpp, views (Transpose, Slice, Reshape), Concat, pooling,
+// means, Softmax and LayerNormalization.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GraphLowering.h"
+
+#include "mlir/Dialect/Math/IR/Math.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace qatc;
+using namespace qatc::codegen;
+
+namespace qatc::codegen::lowering {
+
+LogicalResult GraphLowering::lowerQuantize(qat::QuantizeOp op) {
+  if (!qat::getPerTensorType(op.getOutput().getType()))
+    return op.emitError("qatc compiles per-tensor activation quantization "
+                        "only");
+  return lowerUnary(op, "quantize",
+                    [](KB &, ArrayRef<Value> v) { return v[0]; });
+}
+
+LogicalResult GraphLowering::lowerDequantize(qat::DequantizeOp op) {
+  if (!qat::getPerTensorType(op.getInput().getType()))
+    return op.emitError("qatc compiles per-tensor dequantization only");
+  return lowerUnary(op, "dequantize",
+                    [](KB &, ArrayRef<Value> v) { return v[0]; });
+}
+
+LogicalResult GraphLowering::lowerMap(Operation *op, std::vector<Src> ins,
+                                      std::string kernel, ScalarFn fn) {
+  Value res = op->getResult(0);
+  auto shape = cast<RankedTensorType>(res.getType()).getShape();
+  int o = resultTensor(res, layoutFor(shape));
+  std::optional<std::pair<float, float>> act;
+  if (!tensors[o].int8)
+    act = foldActivation(res, o);
+  std::vector<int> reads;
+  bool int8 = tensors[o].int8;
+  for (const Src &s : ins)
+    if (s.tensor >= 0) {
+      reads.push_back(s.tensor);
+      int8 |= tensors[s.tensor].int8;
+    }
+  std::vector<int64_t> loop(shape.begin(), shape.end());
+  addLayer(
+      op, kernel, int8 ? "int8" : "fp32", product(loop) > 4096, 0, reads, {o},
+      [=](KB &k) {
+        StridedMap m;
+        m.shape = loop;
+        m.out = operand(Src{o, -1, {}}, loop);
+        for (const Src &s : ins)
+          m.ins.push_back(operand(s, loop));
+        const CTensor &O = tensors[o];
+        emitStridedMap(k, m, [&](ArrayRef<Value> v) -> Value {
+          SmallVector<Value> f;
+          for (size_t i = 0; i < ins.size(); ++i) {
+            const Src &s = ins[i];
+            f.push_back(s.tensor >= 0 && tensors[s.tensor].int8
+                            ? k.dequantize(v[i], tensors[s.tensor].zp,
+                                           tensors[s.tensor].scale)
+                            : v[i]);
+          }
+          Value y = fn(k, f);
+          if (act) {
+            if (!std::isinf(act->first))
+              y = k.b.create<arith::MaximumFOp>(k.loc, y, k.cf(act->first));
+            if (!std::isinf(act->second))
+              y = k.b.create<arith::MinimumFOp>(k.loc, y, k.cf(act->second));
+          }
+          return O.int8 ? k.quantize(y, O.scale, O.zp, O.qmin, O.qmax) : y;
+        });
+      });
+  return success();
+}
+
+LogicalResult GraphLowering::lowerTranspose(Operation *op, Value inV,
+                                            ArrayRef<int64_t> perm) {
+  int in = tensorOf(inV);
+  std::vector<int64_t> st = stridesOf(tensors[in]), out(perm.size());
+  for (size_t d = 0; d < perm.size(); ++d)
+    out[d] = st[perm[d]];
+  makeView(in, op->getResult(0), out, tensors[in].view ? tensors[in].vbase : 0);
+  return success();
+}
+
+LogicalResult GraphLowering::lowerSlice(Operation *op, Value inV,
+                                        ArrayRef<int64_t> starts,
+                                        ArrayRef<int64_t> steps) {
+  int in = tensorOf(inV);
+  std::vector<int64_t> st = stridesOf(tensors[in]);
+  if (starts.size() != st.size() || steps.size() != st.size())
+    return op->emitError("a slice needs bounds for every axis");
+  int64_t base = tensors[in].view ? tensors[in].vbase : 0;
+  for (size_t d = 0; d < st.size(); ++d) {
+    base += starts[d] * st[d];
+    st[d] *= steps[d];
+  }
+  makeView(in, op->getResult(0), st, base);
+  return success();
+}
+
+LogicalResult GraphLowering::lowerConcat(Operation *op, ValueRange ins,
+                                         int64_t axis) {
+  Value res = op->getResult(0);
+  auto shape = cast<RankedTensorType>(res.getType()).getShape();
+  if (axis < 0)
+    axis += shape.size();
+  int o = resultTensor(res, layoutFor(shape));
+  std::vector<int> parts;
+  for (Value v : ins)
+    parts.push_back(tensorOf(v));
+  for (int p : parts)
+    if (tensors[p].int8 != tensors[o].int8)
+      return op->emitError("qatc compiles a concatenation of int8 inputs to "
+                           "an int8 result, or of f32 inputs to f32");
+  addLayer(op, "concat", tensors[o].int8 ? "int8" : "fp32",
+           product(shape) > 4096, 0, parts, {o}, [=](KB &k) {
+             const CTensor &O = tensors[o];
+             int64_t start = 0;
+             for (int p : parts) {
+               const CTensor &P = tensors[p];
+               StridedMap m;
+               m.shape = P.desc.shape;
+               m.out = operand(Src{o, -1, {}}, m.shape);
+               m.out.offset += start * stridesOf(O)[axis];
+               m.ins = {operand(Src{p, -1, {}}, m.shape)};
+               start += P.desc.shape[axis];
+               bool same = !O.int8 || (P.zp == O.zp && P.scale == O.scale);
+               // Inputs with other quantization parameters are requantized.
+               emitStridedMap(k, m,
+                              same ? ElementFn()
+                                   : ElementFn([&](ArrayRef<Value> v) -> Value {
+                                       return k.quantize(
+                                           k.dequantize(v[0], P.zp, P.scale),
+                                           O.scale, O.zp, O.qmin, O.qmax);
+                                     }));
+             }
+           });
+  return success();
+}
+
+LogicalResult GraphLowering::lowerPad(onnx::PadOp op) {
+  if (llvm::any_of(op.getPads(), [](int64_t p) { return p != 0; }))
+    return op.emitError("qatc compiles Pad with zero pads only (other pads "
+                        "are folded into the convolution or pool that "
+                        "follows)");
+  valueTensor[op.getOutput()] = tensorOf(op.getData());
+  return success();
+}
+
+LogicalResult GraphLowering::lowerBatchNorm(onnx::BatchNormalizationOp op) {
+  auto shape = cast<ShapedType>(op.getX().getType()).getShape();
+  if (shape.size() < 2)
+    return op.emitError("BatchNormalization needs a channel axis");
+  std::vector<std::optional<ref::Tensor>> c = {
+      constantOf(op.getScale()), constantOf(op.getB()),
+      constantOf(op.getInputMean()), constantOf(op.getInputVar())};
+  if (llvm::any_of(c, [](auto &t) { return !t; }))
+    return op.emitError("qatc compiles BatchNormalization with constant "
+                        "parameters only");
+  int64_t C = shape[1];
+  std::vector<float> scale = floatsOf(*c[0]), bias = floatsOf(*c[1]),
+                     mean = floatsOf(*c[2]), var = floatsOf(*c[3]);
+  // As the reference: (x - mean) / sqrt(var + eps) * scale + bias, in f32.
+  std::vector<float> denom(C);
+  float eps = op.getEpsilon().convertToFloat();
+  for (int64_t i = 0; i < C; ++i)
+    denom[i] = std::sqrt(var[i] + eps);
+  std::vector<int64_t> cshape(shape.size() - 1, 1);
+  cshape[0] = C;
+  auto channel = [&](const std::vector<float> &v) {
+    return Src{-1, addArray(v), cshape};
+  };
+  return lowerMap(op,
+                  {srcOf(op.getX()), channel(mean), channel(denom),
+                   channel(scale), channel(bias)},
+                  "batchnorm", [](KB &k, ArrayRef<Value> v) -> Value {
+                    OpBuilder &b = k.b;
+                    Value y = b.create<arith::SubFOp>(k.loc, v[0], v[1]);
+                    y = b.create<arith::DivFOp>(k.loc, y, v[2]);
+                    y = b.create<arith::MulFOp>(k.loc, y, v[3]);
+                    return b.create<arith::AddFOp>(k.loc, y, v[4]);
+                  });
+}
+
+LogicalResult GraphLowering::lowerMean(Operation *op, Value inV,
+                                       ArrayRef<int64_t> axesIn) {
+  int in = tensorOf(inV);
+  Value res = op->getResult(0);
+  auto outShape = cast<ShapedType>(res.getType()).getShape();
+  std::vector<int64_t> inShape = tensors[in].desc.shape;
+  // No axes: ReduceMean over everything.
+  std::vector<bool> reduced(inShape.size(), axesIn.empty());
+  for (int64_t a : axesIn)
+    reduced[a < 0 ? a + inShape.size() : a] = true;
+  // The loop runs over the input shape with reduced axes of size 1 (the
+  // keepdims shape); the result's strides skip them.
+  int o = resultTensor(res, layoutFor(outShape));
+  std::vector<int64_t> loop, reduceShape;
+  for (size_t d = 0; d < inShape.size(); ++d) {
+    loop.push_back(reduced[d] ? 1 : inShape[d]);
+    if (reduced[d])
+      reduceShape.push_back(inShape[d]);
+  }
+  int64_t count = product(reduceShape);
+  bool int8In = tensors[in].int8;
+  addLayer(
+      op, int8In ? "int8-mean" : "fp32-mean", int8In ? "int8" : "fp32",
+      product(loop) >= 64, 0, {in}, {o}, [=](KB &k) {
+        const CTensor &X = tensors[in], &O = tensors[o];
+        StridedReduce r;
+        r.shape = loop;
+        StridedOperand full = operand(Src{in, -1, {}}, inShape);
+        r.in = full;
+        for (size_t d = 0; d < inShape.size(); ++d) {
+          if (reduced[d]) {
+            r.in.strides[d] = 0;
+            r.reduceStrides.push_back(full.strides[d]);
+          }
+        }
+        r.reduceShape = reduceShape;
+        // The result over the keepdims loop: its own strides in order.
+        std::vector<int64_t> ost = stridesOf(O);
+        r.out = operand(Src{o, -1, {}}, outShape);
+        r.out.strides.assign(loop.size(), 0);
+        for (size_t d = 0, j = 0; d < loop.size(); ++d) {
+          if (outShape.size() == loop.size()) {
+            r.out.strides[d] = loop[d] == 1 ? 0 : ost[d];
+          } else if (!reduced[d]) {
+            r.out.strides[d] = ost[j++];
+          }
+        }
+        OpBuilder &b = k.b;
+        emitStridedReduce(
+            k, r,
+            [&](ArrayRef<Value> v) -> Value {
+              Value x = v[1];
+              if (X.int8) {
+                // (q - z) summed exactly: integers below 2^24.
+                Value i = b.create<arith::ExtUIOp>(k.loc, k.i32, x);
+                i = b.create<arith::SubIOp>(
+                    k.loc, i, b.create<arith::ConstantIntOp>(k.loc, X.zp, 32));
+                x = b.create<arith::SIToFPOp>(k.loc, k.f32, i);
+              }
+              return b.create<arith::AddFOp>(k.loc, v[0], x);
+            },
+            [&](ArrayRef<Value> v) -> Value {
+              if (!X.int8)
+                return b.create<arith::DivFOp>(k.loc, v[0], k.cf(float(count)));
+              // As the reference: the mean in double, times the scale.
+              FloatType f64 = b.getF64Type();
+              Value m = b.create<arith::ExtFOp>(k.loc, f64, v[0]);
+              m = b.create<arith::DivFOp>(
+                  k.loc, m,
+                  b.create<arith::ConstantFloatOp>(
+                      k.loc, llvm::APFloat(double(count)), b.getF64Type()));
+              m = b.create<arith::MulFOp>(
+                  k.loc, m,
+                  b.create<arith::ConstantFloatOp>(
+                      k.loc, llvm::APFloat(X.desc.scale), b.getF64Type()));
+              Value y = b.create<arith::TruncFOp>(k.loc, k.f32, m);
+              return O.int8 ? k.quantize(y, O.scale, O.zp, O.qmin, O.qmax) : y;
+            });
+      });
+  return success();
+}
+
+LogicalResult GraphLowering::lowerSoftmax(onnx::SoftmaxOp op) {
+  auto shape = cast<ShapedType>(op.getX().getType()).getShape();
+  int64_t axis = op.getAxis();
+  if (axis < 0)
+    axis += shape.size();
+  int in = inLayout(tensorOf(op.getX()), plan::Layout::Plain, op.getLoc());
+  int o = resultTensor(op.getResult(), plan::Layout::Plain);
+  // Rows of n elements `inner` apart.
+  int64_t n = shape[axis], inner = product(shape.drop_front(axis + 1)),
+          rows = product(shape) / n;
+  addLayer(op, "fp32-softmax", "fp32", rows >= 8, 0, {in}, {o}, [=](KB &k) {
+    OpBuilder &b = k.b;
+    int64_t xo = tensors[in].desc.offset, yo = tensors[o].desc.offset;
+    auto [b0, e0] = k.share(rows);
+    k.loop(b0, e0, 1, [&](Value r) {
+      Value base = k.add(k.mul(k.div(r, k.c(inner)), k.c(n * inner)),
+                         k.rem(r, k.c(inner)));
+      auto at = [&](int64_t off, Value i) {
+        return k.at(off, k.add(base, k.mul(i, k.c(inner))), 4);
+      };
+      auto x = [&](Value i) { return k.load(k.f32, at(xo, i)); };
+      Value mx =
+          k.loop(k.c(0), k.c(n), 1,
+                 ValueRange{k.cf(-std::numeric_limits<float>::infinity())},
+                 [&](Value i, ValueRange a) -> SmallVector<Value> {
+                   return {b.create<arith::MaximumFOp>(k.loc, a[0], x(i))};
+                 })[0];
+      Value sum = k.loop(k.c(0), k.c(n), 1, ValueRange{k.cf(0.f)},
+                         [&](Value i, ValueRange a) -> SmallVector<Value> {
+                           Value e = b.create<math::ExpOp>(
+                               k.loc, b.create<arith::SubFOp>(k.loc, x(i), mx));
+                           k.store(e, at(yo, i));
+                           return {b.create<arith::AddFOp>(k.loc, a[0], e)};
+                         })[0];
+      k.loop(k.c(0), k.c(n), 1, [&](Value i) {
+        Value p = at(yo, i);
+        k.store(b.create<arith::DivFOp>(k.loc, k.load(k.f32, p), sum), p);
+      });
+    });
+  });
+  return success();
+}
+
+LogicalResult GraphLowering::lowerLayerNorm(onnx::LayerNormalizationOp op) {
+  auto shape = cast<ShapedType>(op.getX().getType()).getShape();
+  int64_t axis = static_cast<int64_t>(op.getAxis());
+  if (axis < 0)
+    axis += shape.size();
+  int64_t n = product(shape.drop_front(axis)), rows = product(shape) / n;
+  // Scale and bias over the normalized block (broadcast from 1 element).
+  auto block = [&](Value v, float fill) -> std::optional<std::vector<float>> {
+    if (!v)
+      return std::vector<float>(n, fill);
+    auto c = constantOf(v);
+    if (!c)
+      return std::nullopt;
+    std::vector<float> f = floatsOf(*c);
+    if (f.size() == 1)
+      f.assign(n, f[0]);
+    if (static_cast<int64_t>(f.size()) != n)
+      return std::nullopt;
+    return f;
+  };
+  auto scale = block(op.getScale(), 1.f), bias = block(op.getB(), 0.f);
+  if (!scale || !bias)
+    return op.emitError("qatc compiles LayerNormalization with constant "
+                        "scale and bias over the normalized axes only");
+  int64_t scaleOff = addArray(*scale), biasOff = addArray(*bias);
+  int in = inLayout(tensorOf(op.getX()), plan::Layout::Plain, op.getLoc());
+  int o = resultTensor(op.getY(), plan::Layout::Plain);
+  float eps = op.getEpsilon().convertToFloat();
+  addLayer(op, "fp32-layernorm", "fp32", rows >= 8, 0, {in}, {o}, [=](KB &k) {
+    OpBuilder &b = k.b;
+    int64_t xo = tensors[in].desc.offset, yo = tensors[o].desc.offset;
+    auto [b0, e0] = k.share(rows);
+    k.loop(b0, e0, 1, [&](Value r) {
+      Value base = k.mul(r, k.c(n));
+      auto x = [&](Value i) {
+        return k.load(k.f32, k.at(xo, k.add(base, i), 4));
+      };
+      auto sum = [&](llvm::function_ref<Value(Value)> term) {
+        return k.loop(k.c(0), k.c(n), 1, ValueRange{k.cf(0.f)},
+                      [&](Value i, ValueRange a) -> SmallVector<Value> {
+                        return {b.create<arith::AddFOp>(k.loc, a[0], term(i))};
+                      })[0];
+      };
+      Value mean = b.create<arith::DivFOp>(
+          k.loc, sum([&](Value i) { return x(i); }), k.cf(float(n)));
+      Value var = b.create<arith::DivFOp>(
+          k.loc, sum([&](Value i) -> Value {
+            Value d = b.create<arith::SubFOp>(k.loc, x(i), mean);
+            return b.create<arith::MulFOp>(k.loc, d, d);
+          }),
+          k.cf(float(n)));
+      Value inv = b.create<arith::DivFOp>(
+          k.loc, k.cf(1.f),
+          b.create<math::SqrtOp>(
+              k.loc, b.create<arith::AddFOp>(k.loc, var, k.cf(eps))));
+      k.loop(k.c(0), k.c(n), 1, [&](Value i) {
+        auto param = [&](int64_t off) {
+          return k.load(k.f32,
+                        k.gep(k.weights, k.add(k.c(off), k.mul(i, k.c(4)))));
+        };
+        Value y = b.create<arith::MulFOp>(
+            k.loc, b.create<arith::SubFOp>(k.loc, x(i), mean), inv);
+        y = b.create<arith::MulFOp>(k.loc, y, param(scaleOff));
+        y = b.create<arith::AddFOp>(k.loc, y, param(biasOff));
+        k.store(y, k.at(yo, k.add(base, i), 4));
+      });
+    });
+  });
+  return success();
+}
+
+LogicalResult GraphLowering::lowerPow(onnx::PowOp op) {
+  // x^2 (LayerNorm's variance) as a product; other exponents through powf.
+  if (auto e = constantOf(op.getY()))
+    if (e->numElements() == 1 && floatsOf(*e)[0] == 2.f)
+      return lowerMap(op, {srcOf(op.getX())}, "square",
+                      [](KB &k, ArrayRef<Value> v) -> Value {
+                        return k.b.create<arith::MulFOp>(k.loc, v[0], v[0]);
+                      });
+  return lowerBinary(op, "pow", [](KB &k, ArrayRef<Value> v) -> Value {
+    return k.b.create<math::PowFOp>(k.loc, v[0], v[1]);
+  });
+}
+
+LogicalResult
+GraphLowering::lowerElementwise(Operation *op, Value a, Value b, bool mul,
+                                std::optional<qat::ClampAttr> act) {
+  float lo = -std::numeric_limits<float>::infinity(), hi = -lo;
+  if (act && *act) {
+    lo = static_cast<float>(act->getMin());
+    hi = static_cast<float>(act->getMax());
+  }
+  return lowerMap(
+      op, {srcOf(a), srcOf(b)}, mul ? "mul" : "add",
+      [=](KB &k, ArrayRef<Value> v) -> Value {
+        OpBuilder &bb = k.b;
+        Value y = mul ? bb.create<arith::MulFOp>(k.loc, v[0], v[1]).getResult()
+                      : bb.create<arith::AddFOp>(k.loc, v[0], v[1]).getResult();
+        if (!std::isinf(lo))
+          y = bb.create<arith::MaximumFOp>(k.loc, y, k.cf(lo));
+        if (!std::isinf(hi))
+          y = bb.create<arith::MinimumFOp>(k.loc, y, k.cf(hi));
+        return y;
+      });
+}
+
+LogicalResult GraphLowering::lowerClamp(Operation *op, Value inV, double lo,
+                                        double hi) {
+  // Input and result in the same layout: one flat loop over the storage.
+  plan::Layout layout =
+      layoutFor(cast<ShapedType>(op->getResult(0).getType()).getShape());
+  int in = inLayout(tensorOf(inV), layout, op->getLoc());
+  int o = resultTensor(op->getResult(0), layout);
+  const CTensor &x = tensors[in];
+  int64_t count = x.desc.storedElements();
+  addLayer(op, "clamp", x.int8 ? "int8" : "fp32", count > 4096, 0, {in}, {o},
+           [=](KB &k) {
+             const CTensor &X = tensors[in], &O = tensors[o];
+             int64_t es = X.int8 ? 1 : 4;
+             auto [b0, e0] = k.share(count);
+             OpBuilder &bb = k.b;
+             k.loop(b0, e0, 1, [&](Value i) {
+               Value v =
+                   k.load(X.int8 ? k.i8 : k.f32, k.at(X.desc.offset, i, es));
+               if (X.int8) {
+                 // Stored-domain bounds (lo/hi are stored integers here).
+                 v = bb.create<arith::MaxUIOp>(
+                     k.loc, v,
+                     bb.create<arith::ConstantIntOp>(k.loc, int64_t(lo), 8));
+                 v = bb.create<arith::MinUIOp>(
+                     k.loc, v,
+                     bb.create<arith::ConstantIntOp>(k.loc, int64_t(hi), 8));
+               } else {
+                 if (!std::isinf(lo))
+                   v = bb.create<arith::MaximumFOp>(k.loc, v, k.cf(lo));
+                 if (!std::isinf(hi))
+                   v = bb.create<arith::MinimumFOp>(k.loc, v, k.cf(hi));
+               }
+               k.store(v, k.at(O.desc.offset, i, es));
+             });
+           });
+  return success();
+}
+
+LogicalResult GraphLowering::lowerPool(Operation *op, Value inV,
+                                       ArrayRef<int64_t> kernel,
+                                       ArrayRef<int64_t> strides,
+                                       ArrayRef<int64_t> pads,
+                                       ArrayRef<int64_t> dilations,
+                                       bool average, bool countPad) {
+  if (kernel.size() != 2)
+    return op->emitError("qatc compiles 2-D pooling only");
+  int in = inLayout(tensorOf(inV), plan::Layout::NHWC, op->getLoc());
+  int o = resultTensor(op->getResult(0), plan::Layout::NHWC);
+  if (!average && tensors[in].int8 &&
+      (tensors[o].zp != tensors[in].zp ||
+       tensors[o].scale != tensors[in].scale))
+    return op->emitError("an int8 max pool keeps its input's quantization");
+  ConvSpec s;
+  setWindow(s, tensors[in].desc.shape, tensors[o].desc.shape, kernel[0],
+            kernel[1], strides, pads, dilations);
+  int64_t C = tensors[o].channels();
+  // The divisor of every output position (ONNX: the taps inside the input,
+  // or inside the padded input with count_include_pad).
+  int64_t divOff = -1;
+  if (average) {
+    std::vector<float> divisor(s.OH * s.OW);
+    int64_t PB = pads.size() > 2 ? pads[2] : s.PT,
+            PR = pads.size() > 3 ? pads[3] : s.PL;
+    auto taps = [&](int64_t o, int64_t S, int64_t P, int64_t K, int64_t D,
+                    int64_t in, int64_t padEnd) {
+      int64_t n = 0;
+      for (int64_t t = 0; t < K; ++t) {
+        int64_t i = o * S - P + t * D;
+        n += countPad ? (i < in + padEnd) : (i >= 0 && i < in);
+      }
+      return n;
+    };
+    for (int64_t oh = 0; oh < s.OH; ++oh)
+      for (int64_t ow = 0; ow < s.OW; ++ow)
+        divisor[oh * s.OW + ow] = static_cast<float>(
+            std::max<int64_t>(taps(oh, s.SH, s.PT, s.KH, s.DH, s.H, PB) *
+                                  taps(ow, s.SW, s.PL, s.KW, s.DW, s.W, PR),
+                              1));
+    divOff = addArray(divisor);
+  }
+  addLayer(
+      op, average ? "avgpool" : "maxpool", tensors[in].int8 ? "int8" : "fp32",
+      true, 0, {in}, {o}, [=](KB &k) {
+        const CTensor &X = tensors[in], &O = tensors[o];
+        int64_t es = X.int8 ? 1 : 4;
+        Type et = X.int8 ? Type(k.i8) : Type(k.f32);
+        OpBuilder &bb = k.b;
+        auto [b0, e0] = k.share(s.N * s.OH);
+        k.loop(b0, e0, 1, [&](Value r) {
+          Value n = k.div(r, k.c(s.OH)), oh = k.rem(r, k.c(s.OH));
+          k.loop(k.c(0), k.c(s.OW), 1, [&](Value ow) {
+            k.loop(k.c(0), k.c(C), 1, [&](Value ch) {
+              Value m;
+              if (average)
+                m = k.cf(0.f);
+              else
+                m = X.int8 ? bb.create<arith::ConstantIntOp>(k.loc, 0, 8)
+                                 .getResult()
+                           : k.cf(-std::numeric_limits<float>::infinity());
+              for (int64_t kh = 0; kh < s.KH; ++kh)
+                for (int64_t kw = 0; kw < s.KW; ++kw) {
+                  Value ih = k.add(k.mul(oh, k.c(s.SH)), k.c(kh * s.DH - s.PT));
+                  Value iw = k.add(k.mul(ow, k.c(s.SW)), k.c(kw * s.DW - s.PL));
+                  Value ok = k.andi(k.lt(ih, k.c(s.H)), k.lt(iw, k.c(s.W)));
+                  // Out-of-bounds taps read pixel 0 and are discarded.
+                  Value pixel = k.select(
+                      ok,
+                      k.add(k.mul(k.add(k.mul(n, k.c(s.H)), ih), k.c(s.W)), iw),
+                      k.c(0));
+                  Value v = k.load(
+                      et,
+                      k.at(X.desc.offset,
+                           k.add(k.mul(pixel, k.c(X.desc.channelStride)), ch),
+                           es));
+                  Value next;
+                  if (average) {
+                    if (X.int8) // q - z, exact in f32
+                      v = bb.create<arith::SIToFPOp>(
+                          k.loc, k.f32,
+                          bb.create<arith::SubIOp>(
+                              k.loc, bb.create<arith::ExtUIOp>(k.loc, k.i32, v),
+                              bb.create<arith::ConstantIntOp>(k.loc, X.zp,
+                                                              32)));
+                    next = bb.create<arith::AddFOp>(k.loc, m, v);
+                  } else {
+                    next =
+                        X.int8
+                            ? bb.create<arith::MaxUIOp>(k.loc, m, v).getResult()
+                            : bb.create<arith::MaximumFOp>(k.loc, m, v)
+                                  .getResult();
+                  }
+                  m = k.select(ok, next, m);
+                }
+              if (average) {
+                Value d = k.load(
+                    k.f32, k.gep(k.weights,
+                                 k.add(k.c(divOff),
+                                       k.mul(k.add(k.mul(oh, k.c(s.OW)), ow),
+                                             k.c(4)))));
+                if (X.int8) {
+                  // As the reference: the mean in double, times the scale.
+                  FloatType f64 = bb.getF64Type();
+                  Value md = bb.create<arith::DivFOp>(
+                      k.loc, bb.create<arith::ExtFOp>(k.loc, f64, m),
+                      bb.create<arith::ExtFOp>(k.loc, f64, d));
+                  md = bb.create<arith::MulFOp>(
+                      k.loc, md,
+                      bb.create<arith::ConstantFloatOp>(
+                          k.loc, llvm::APFloat(X.desc.scale), f64));
+                  m = bb.create<arith::TruncFOp>(k.loc, k.f32, md);
+                } else {
+                  m = bb.create<arith::DivFOp>(k.loc, m, d);
+                }
+                if (O.int8)
+                  m = k.quantize(m, O.scale, O.zp, O.qmin, O.qmax);
+              }
+              Value opix =
+                  k.add(k.mul(k.add(k.mul(n, k.c(s.OH)), oh), k.c(s.OW)), ow);
+              k.store(m, k.at(O.desc.offset,
+                              k.add(k.mul(opix, k.c(O.desc.channelStride)), ch),
+                              O.int8 ? 1 : 4));
+            });
+          });
+        });
+      });
+  return success();
+}
+
+LogicalResult GraphLowering::lowerReshape(Operation *op, Value inV) {
+  Value res = op->getResult(0);
+  auto rt = cast<RankedTensorType>(res.getType());
+  int in = tensorOf(inV);
+  const CTensor x = tensors[in];
+  auto shape = rt.getShape();
+  // [N, C, 1, 1] NHWC -> [N, C]: the same bytes.
+  if (!x.view && x.desc.layout == plan::Layout::NHWC &&
+      x.desc.shape.size() == 4 && shape.size() == 2 &&
+      x.dim(2) * x.dim(3) == 1 && shape[1] == x.dim(1)) {
+    int a = alias(in, nameOf(res), shape);
+    valueTensor[res] = a;
+    return success();
+  }
+  // [N, C, H, W] NHWC -> [N, C*H*W] read only by matrix products: a view;
+  // the product's packed weights absorb the order.
+  bool onlyProducts = llvm::all_of(res.getUsers(), [](Operation *u) {
+    return isa<qat::MatMulOp, onnx::GemmOp>(u);
+  });
+  if (!x.view && x.desc.layout == plan::Layout::NHWC &&
+      x.desc.shape.size() == 4 && shape.size() == 2 && shape[0] == x.dim(0) &&
+      x.dim(0) == 1 && onlyProducts && !res.use_empty()) {
+    CTensor v = x;
+    v.flat = true;
+    v.fC = x.dim(1);
+    v.fH = x.dim(2);
+    v.fW = x.dim(3);
+    v.fCS = x.desc.channelStride;
+    v.desc.name = nameOf(res);
+    v.desc.shape.assign(shape.begin(), shape.end());
+    v.manifestIndex = -1;
+    tensors.push_back(v);
+    valueTensor[res] = tensors.size() - 1;
+    return success();
+  }
+  bool rowMajorBytes =
+      !x.view && !x.flat &&
+      (x.desc.layout == plan::Layout::Plain ||
+       (x.desc.shape.size() == 2 && x.desc.channelStride == x.dim(1)));
+  if (!rowMajorBytes && !x.flat) {
+    // A view of the same storage when the strides allow (splitting the
+    // channels of NHWC data, merging contiguous dimensions)...
+    if (auto st = reshapedStrides(x.desc.shape, stridesOf(x), shape)) {
+      makeView(in, res, *st, x.view ? x.vbase : 0);
+      return success();
+    }
+    // ... else one copy into the result's layout, looping over the common
+    // refinement of both shapes.
+    std::vector<int64_t> loop, sIn, sOut;
+    int o = resultTensor(res, layoutFor(shape));
+    if (refineShapes(x.desc.shape, stridesOf(x), shape, stridesOf(tensors[o]),
+                     loop, sIn, sOut)) {
+      addLayer(op, "strided-copy", "layout", product(shape) > 4096, 0, {in},
+               {o}, [=](KB &k) {
+                 StridedMap m;
+                 m.shape = loop;
+                 m.out = operand(Src{o, -1, {}}, tensors[o].desc.shape);
+                 m.out.strides = sOut;
+                 m.ins = {operand(Src{in, -1, {}}, tensors[in].desc.shape)};
+                 m.ins[0].strides = sIn;
+                 emitStridedMap(k, m, nullptr);
+               });
+      return success();
+    }
+    // (The result tensor stays unused: it takes no arena space.)
+  }
+  // Anything else: plain row-major order is reshape-invariant.
+  int plain = inLayout(in, plan::Layout::Plain, op->getLoc());
+  int a = alias(plain, nameOf(res), shape);
+  tensors[a].desc.layout = plan::Layout::Plain;
+  tensors[a].desc.channelStride = 0;
+  out.manifest.tensors[tensors[a].manifestIndex] = tensors[a].desc;
+  valueTensor[res] = a;
+  return success();
+}
+
+} // namespace qatc::codegen::lowering
