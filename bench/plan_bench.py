@@ -48,9 +48,18 @@ def main():
                 ["node", os.path.join(ROOT, "tests", "ort", "time.js"), model,
                  str(args.runs)] + ([feed] if feed else []), check=True,
                 capture_output=True, text=True, env=env).stdout)
-            macs = sum(l["macs"] for l in q["layers"])
-            ms = sum(l["ms"] for l in q["layers"] if l["macs"])
-            peak = 2 * macs / (ms * 1e-3) / 1e9 / q["peak_gops"] * 100 if ms else 0
+            # Conv/matmul layers of the plan's main precision, against that
+            # precision's peak (int8: 256 ops/cycle, fp32: 64 flops/cycle).
+            by = {}
+            for l in q["layers"]:
+                if l["macs"]:
+                    w = by.setdefault(l["precision"], [0, 0.0])
+                    w[0] += l["macs"]
+                    w[1] += l["ms"]
+            prec = max(by, key=lambda p: by[p][0]) if by else "int8"
+            macs, ms = by.get(prec, (0, 0.0))
+            pk = q["fp32_peak_gops"] if prec == "fp32" else q["peak_gops"]
+            peak = 2 * macs / (ms * 1e-3) / 1e9 / pk * 100 if ms else 0
             rows.append((name, t, o["median_ms"], q["median_ms"], peak))
     print(f"{'model':28s} {'thr':>3s} {'ORT ms':>9s} {'qatc ms':>9s} "
           f"{'ORT/qatc':>9s} {'conv %peak':>10s}")

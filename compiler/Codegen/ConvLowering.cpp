@@ -46,7 +46,22 @@ DenseConvSpec GraphLowering::packDense(
     DenseConvSpec s,
     std::function<double(int64_t, int64_t, int64_t, int64_t)> weightAt) {
   bool avx512 = target.isa == Isa::AVX512VNNI;
-  s.NV = std::min<int64_t>(avx512 ? 4 : 2, (s.OC + 15) / 16);
+  // The widest tile whose channel blocks waste little: OC = 96 takes two
+  // blocks of 48 (NV = 3), not 64 + 32 of 128.
+  auto useful = [&](int64_t nv) {
+    int64_t nb = nv * 16;
+    return double(s.OC) / double((s.OC + nb - 1) / nb * nb);
+  };
+  int64_t maxNV = std::min<int64_t>(avx512 ? 4 : 2, (s.OC + 15) / 16);
+  double best = 0;
+  for (int64_t nv = maxNV; nv >= 1; --nv)
+    best = std::max(best, useful(nv));
+  s.NV = 1;
+  for (int64_t nv = maxNV; nv >= 1; --nv)
+    if (useful(nv) >= 0.85 * best) {
+      s.NV = nv;
+      break;
+    }
   s.MR = avx512 ? (s.NV >= 4   ? 6
                    : s.NV == 3 ? 8
                    : s.NV == 2 ? 12
