@@ -64,7 +64,12 @@ void *loadSharedObject(const uint8_t *data, size_t size, std::string &error) {
 
 } // namespace
 
-std::unique_ptr<Plan> Plan::load(const std::string &path, std::string &error) {
+uint64_t Plan::missingFeatures() const {
+  return header_.cpuFeatures & ~plan::hostFeatures();
+}
+
+std::unique_ptr<Plan> Plan::load(const std::string &path, std::string &error,
+                                 bool loadCode) {
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     error = path + ": cannot open: " + std::strerror(errno);
@@ -125,7 +130,7 @@ std::unique_ptr<Plan> Plan::load(const std::string &path, std::string &error) {
     return fail("corrupt plan: checksum mismatch (the file was modified or "
                 "damaged after qatc wrote it)");
   uint64_t missing = h.cpuFeatures & ~plan::hostFeatures();
-  if (missing)
+  if (missing && loadCode)
     return fail("this CPU lacks " + plan::featureNames(missing) +
                 ", which the plan's code needs (compiled for " +
                 plan::featureNames(h.cpuFeatures) +
@@ -136,6 +141,8 @@ std::unique_ptr<Plan> Plan::load(const std::string &path, std::string &error) {
   if (!plan::parseManifest(text, p->manifest_, why))
     return fail("corrupt plan: " + why);
   p->weights_ = bytes + h.weightsOffset;
+  if (!loadCode)
+    return p;
   p->library_ = loadSharedObject(bytes + h.codeOffset, h.codeSize, why);
   if (!p->library_)
     return fail(why);

@@ -169,14 +169,16 @@ LogicalResult GraphLowering::lowerConv(Operation *op, bool int8, int in, int o,
   int64_t C16 = roundUp(IC, 16);
   s.padRowOff = padRow(int8, x.zp, C16);
   s.ep = ep;
-  // [kh][kw][C16]
-  std::vector<int8_t> packed8(int8 ? KH * KW * C16 : 0, 0);
+  // f32: [kh*kw][C16]; int8: [tap group][C16][4 taps] (zero past the last
+  // tap), one vpdpbusd dword per channel and group.
+  int64_t groups = (KH * KW + 3) / 4;
+  std::vector<int8_t> packed8(int8 ? groups * C16 * 4 : 0, 0);
   std::vector<float> packedF(int8 ? 0 : KH * KW * C16, 0.f);
   for (int64_t c = 0; c < IC; ++c)
     for (int64_t t = 0; t < KH * KW; ++t) {
       double w = weight(c * KH * KW + t);
       if (int8)
-        packed8[t * C16 + c] = static_cast<int8_t>(w);
+        packed8[((t / 4) * C16 + c) * 4 + t % 4] = static_cast<int8_t>(w);
       else
         packedF[t * C16 + c] = static_cast<float>(w);
     }
@@ -185,14 +187,19 @@ LogicalResult GraphLowering::lowerConv(Operation *op, bool int8, int in, int o,
   if (residual >= 0)
     ins.push_back(residual);
   int64_t macs = s.N * s.OH * s.OW * IC * KH * KW;
-  addLayer(op, int8 ? "int8-depthwise 1x16" : "fp32-depthwise 1x16",
-           int8 ? "int8" : "fp32", macs > 50000, macs, ins, {o}, [=](KB &k) {
+  Isa isa = target.isa;
+  std::string kernel = int8 ? (isa == Isa::AVX512VNNI ? "vnni-depthwise 1x16"
+                               : isa == Isa::AVXVNNI  ? "avxvnni-depthwise 1x16"
+                                                      : "int8-depthwise 1x16")
+                            : "fp32-depthwise 1x16";
+  addLayer(op, kernel, int8 ? "int8" : "fp32", macs > 50000, macs, ins, {o},
+           [=](KB &k) {
              DepthwiseSpec spec = s;
              spec.inOff = tensors[in].desc.offset;
              spec.outOff = tensors[o].desc.offset;
              if (residual >= 0)
                spec.ep.resOff = tensors[residual].desc.offset;
-             emitDepthwise(k, spec);
+             emitDepthwise(k, isa, spec);
            });
   return success();
 }

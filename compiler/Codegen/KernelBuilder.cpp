@@ -407,7 +407,7 @@ void qatc::codegen::emitDenseConv(KB &k, Isa isa, const DenseConvSpec &s) {
   });
 }
 
-void qatc::codegen::emitDepthwise(KB &k, const DepthwiseSpec &s) {
+void qatc::codegen::emitDepthwise(KB &k, Isa isa, const DepthwiseSpec &s) {
   OpBuilder &b = k.b;
   const int64_t C16 = (s.C + 15) / 16 * 16;
   const int64_t inEs = s.int8 ? 1 : 4;
@@ -436,20 +436,44 @@ void qatc::codegen::emitDepthwise(KB &k, const DepthwiseSpec &s) {
                                                          k.mul(c0, k.c(4)))))
                    : k.splatF(0.f, 16);
         Value zero = s.int8 ? k.splatI(0, 16, k.i8) : k.splatF(0.f, 16);
+        if (s.int8) {
+          // Taps in groups of 4: the 16 channels' bytes of 4 taps
+          // interleaved into one dword per channel, against weights packed
+          // [group][C16][4], one vpdpbusd per group (perf.md section 8).
+          const int64_t T = s.KH * s.KW;
+          SmallVector<int64_t> pairMask, quadMask;
+          for (int64_t c = 0; c < 16; ++c) {
+            pairMask.append({c, 16 + c});
+            quadMask.append({2 * c, 2 * c + 1, 32 + 2 * c, 32 + 2 * c + 1});
+          }
+          auto v16i32 = VectorType::get({16}, k.i32);
+          for (int64_t g = 0; g * 4 < T; ++g) {
+            SmallVector<Value> x;
+            for (int64_t j = 0; j < 4; ++j) {
+              int64_t t = 4 * g + j;
+              x.push_back(t < T
+                              ? k.maskedLoad(vIn, k.gep(px[t], c0), mask, zero)
+                              : zero);
+            }
+            Value lo = b.create<vector::ShuffleOp>(k.loc, x[0], x[1], pairMask);
+            Value hi = b.create<vector::ShuffleOp>(k.loc, x[2], x[3], pairMask);
+            Value quad = b.create<vector::ShuffleOp>(k.loc, lo, hi, quadMask);
+            Value w = k.load(
+                v16i32, k.gep(k.weights, k.add(k.c(s.weightOff + g * C16 * 4),
+                                               k.mul(c0, k.c(4)))));
+            acc = emitDot4(k, isa, acc,
+                           b.create<vector::BitCastOp>(k.loc, v16i32, quad), w);
+          }
+          epilogueAt(k, s, acc, pix, c0, mask);
+          return;
+        }
         for (int64_t t = 0; t < s.KH * s.KW; ++t) {
           Value x =
               k.maskedLoad(vIn, k.gep(px[t], k.mul(c0, k.c(inEs))), mask, zero);
           Value w = k.load(
               vIn, k.gep(k.weights, k.add(k.c(s.weightOff + t * C16 * inEs),
                                           k.mul(c0, k.c(inEs)))));
-          if (s.int8) {
-            Value xi = b.create<arith::ExtUIOp>(k.loc, vAcc, x);
-            Value wi = b.create<arith::ExtSIOp>(k.loc, vAcc, w);
-            acc = b.create<arith::AddIOp>(
-                k.loc, acc, b.create<arith::MulIOp>(k.loc, xi, wi));
-          } else {
-            acc = b.create<vector::FMAOp>(k.loc, x, w, acc);
-          }
+          acc = b.create<vector::FMAOp>(k.loc, x, w, acc);
         }
         epilogueAt(k, s, acc, pix, c0, mask);
       });

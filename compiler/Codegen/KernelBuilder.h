@@ -148,11 +148,12 @@ struct DenseConvSpec : ConvSpec {
 void emitDenseConv(KB &k, Isa isa, const DenseConvSpec &s);
 
 /// Depthwise convolution (group = channels, one filter each). Weights
-/// [kh][kw][C16], i8 or f32.
+/// f32 [kh*kw][C16], or i8 [ceil(kh*kw / 4)][C16][4]: taps in groups of
+/// four, one dword per channel for vpdpbusd.
 struct DepthwiseSpec : ConvSpec {
   int64_t C = 0;
 };
-void emitDepthwise(KB &k, const DepthwiseSpec &s);
+void emitDepthwise(KB &k, Isa isa, const DepthwiseSpec &s);
 
 /// One operand of a strided loop nest: element (i_0, ..., i_r-1) of the
 /// nest is at byte `byteOffset + elemBytes * (offset + sum i_d * strides[d])`

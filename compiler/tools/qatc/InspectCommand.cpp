@@ -34,7 +34,8 @@ cl::opt<bool> json("json", cl::desc("Print JSON"), cl::sub(sub));
 
 int qatc::driver::runInspect() {
   std::string error;
-  auto plan = rt::Plan::load(planPath, error);
+  // Described, not run: a plan for another CPU is shown too.
+  auto plan = rt::Plan::load(planPath, error, /*loadCode=*/false);
   if (!plan) {
     llvm::errs() << "qatc inspect: " << error << "\n";
     return 1;
@@ -65,6 +66,10 @@ int qatc::driver::runInspect() {
       j.attribute("compiler", h.compilerVersion);
       j.attribute("target", m.target);
       j.attribute("required_features", plan::featureNames(h.cpuFeatures));
+      j.attribute("runs_here", plan->missingFeatures() == 0);
+      if (plan->missingFeatures())
+        j.attribute("missing_features",
+                    plan::featureNames(plan->missingFeatures()));
       j.attribute("bytes", h.fileSize);
       j.attribute("weights_bytes", h.weightsSize);
       j.attribute("code_bytes", h.codeSize);
@@ -109,7 +114,13 @@ int qatc::driver::runInspect() {
   llvm::outs() << planPath << ": qatc plan v" << h.formatVersion << " by "
                << h.compilerVersion << ", " << h.fileSize << " bytes\n"
                << "  target " << m.target << "; requires "
-               << plan::featureNames(h.cpuFeatures) << "\n"
+               << plan::featureNames(h.cpuFeatures)
+               << (plan->missingFeatures()
+                       ? " (this CPU lacks " +
+                             plan::featureNames(plan->missingFeatures()) +
+                             ": the plan cannot run here)"
+                       : std::string())
+               << "\n"
                << "  weights " << h.weightsSize << " bytes, code " << h.codeSize
                << " bytes, activation arena " << m.arenaBytes
                << " bytes (planned for " << m.tensors.size() << " tensors)\n";

@@ -28,9 +28,16 @@ namespace qatc::rt {
 class Plan {
 public:
   /// Reads and verifies the plan at `path`; null with `error` set when it
-  /// cannot be run safely on this CPU.
-  static std::unique_ptr<Plan> load(const std::string &path,
-                                    std::string &error);
+  /// cannot be run safely on this CPU. With `loadCode` false (to describe a
+  /// plan, e.g. one built for another CPU) the file is verified the same way
+  /// but the CPU features are not required and no code is loaded: the plan
+  /// cannot run (hasCode() is false).
+  static std::unique_ptr<Plan> load(const std::string &path, std::string &error,
+                                    bool loadCode = true);
+  bool hasCode() const { return library_ != nullptr; }
+  /// The CPU features the plan needs that this CPU lacks (a mask of
+  /// plan::CpuFeature bits; 0 when it can run here).
+  uint64_t missingFeatures() const;
   ~Plan();
   Plan(const Plan &) = delete;
   Plan &operator=(const Plan &) = delete;
