@@ -4,7 +4,8 @@
 Builds small ONNX models, one kernel each (TensorRT-style Q/DQ int8 and
 float twins): convolutions with channel counts that are not multiples of
 4/16/64, stride 2, asymmetric padding, dilation, groups, depthwise, 1x1 and
-7x7 windows, tiny maps, activation zero points away from 0 (int8 and uint8);
+7x7 windows, tiny maps, batches of several images, activation zero points
+away from 0 (int8 and uint8);
 matrix products with odd M, K and N; average and max pooling with and
 without count_include_pad; broadcasting elementwise ops. Each is checked
 with plans.py's check_model: compiled for host, AVX2 and generic, the
@@ -88,7 +89,7 @@ class Builder:
         onnx.save(m, path)
 
 
-def conv_case(b, ic, oc, hw, k, stride=1, pads=(0, 0, 0, 0), dil=1, group=1, relu=True):
+def conv_case(b, ic, oc, hw, k, stride=1, pads=(0, 0, 0, 0), dil=1, group=1, relu=True, n=1):
     h, w = hw
     x = b.act_qdq("x", 0.05)
     wt = b.weight([oc, ic // group, k, k])
@@ -100,7 +101,7 @@ def conv_case(b, ic, oc, hw, k, stride=1, pads=(0, 0, 0, 0), dil=1, group=1, rel
     y = b.act_qdq(y, 0.08)
     oh = out_size(h, k, stride, pads[0], pads[2], dil)
     ow = out_size(w, k, stride, pads[1], pads[3], dil)
-    return [1, ic, h, w], y, [1, oc, oh, ow]
+    return [n, ic, h, w], y, [n, oc, oh, ow]
 
 
 def gemm_case(b, m, kk, n):
@@ -151,6 +152,10 @@ CASES = {
     "conv_tiny_1x1_map": lambda b: conv_case(b, 9, 21, (1, 1), 3, pads=(1, 1, 1, 1)),
     "conv_tiny_2x3_map": lambda b: conv_case(b, 20, 36, (2, 3), 3, pads=(1, 1, 1, 1),
                                              relu=False),
+    # Batches: tiles of output pixels span images.
+    "conv_batch3_ic8_oc24_3x3": lambda b: conv_case(b, 8, 24, (5, 7), 3, pads=(1, 1, 1, 1), n=3),
+    "depthwise_batch2_c24_s2": lambda b: conv_case(b, 24, 24, (9, 9), 3, stride=2,
+                                                   pads=(1, 1, 1, 1), group=24, n=2),
     "conv_group2_ic10_oc6": lambda b: conv_case(b, 10, 6, (8, 9), 3, pads=(1, 1, 1, 1), group=2),
     "conv_group3_ic24_oc48_s2": lambda b: conv_case(b, 24, 48, (9, 9), 3, stride=2,
                                                     pads=(1, 1, 1, 1), group=3),
