@@ -12,6 +12,7 @@
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <cstring>
 
@@ -203,6 +204,7 @@ int GraphLowering::inLayout(int t, plan::Layout want, Location loc) {
 }
 
 std::vector<int64_t> GraphLowering::stridesOf(const CTensor &t) const {
+  assert(!t.flat && "a flattened view is read by matrix products only");
   if (t.view)
     return t.vstrides;
   const std::vector<int64_t> &shape = t.desc.shape;

@@ -606,8 +606,19 @@ LogicalResult GraphLowering::lowerReshape(Operation *op, Value inV) {
   }
   // [N, C, H, W] NHWC -> [N, C*H*W] read only by matrix products: a view;
   // the product's packed weights absorb the order.
-  bool onlyProducts = llvm::all_of(res.getUsers(), [](Operation *u) {
-    return isa<qat::MatMulOp, onnx::GemmOp>(u);
+  // (Only as the left operand of products with constant 2-D weights: the
+  // view has no strides a strided kernel or a batched product could use.)
+  bool onlyProducts = llvm::all_of(res.getUses(), [](OpOperand &use) {
+    Operation *u = use.getOwner();
+    auto constant2D = [](Value w) {
+      return constantOf(w) && cast<ShapedType>(w.getType()).getRank() == 2;
+    };
+    if (auto m = dyn_cast<qat::MatMulOp>(u))
+      return use.getOperandNumber() == 0 && constant2D(m.getRhs());
+    if (auto g = dyn_cast<onnx::GemmOp>(u))
+      return use.getOperandNumber() == 0 && !g.getTransA() &&
+             constant2D(g.getB());
+    return false;
   });
   if (!x.view && x.desc.layout == plan::Layout::NHWC &&
       x.desc.shape.size() == 4 && shape.size() == 2 && shape[0] == x.dim(0) &&
