@@ -169,18 +169,23 @@ LogicalResult GraphLowering::lowerConv(Operation *op, bool int8, int in, int o,
   int64_t C16 = roundUp(IC, 16);
   s.padRowOff = padRow(int8, x.zp, C16);
   s.ep = ep;
-  // f32: [kh*kw][C16]; int8: [tap group][C16][4 taps] (zero past the last
-  // tap), one vpdpbusd dword per channel and group.
-  int64_t groups = (KH * KW + 3) / 4;
+  // f32: [kh*kw][C16]. int8: [kw][C16][4 rows] for kernels of at most 4
+  // rows without dilation (the column kernel), else [tap group][C16][4 taps];
+  // zero past the last row / tap: one vpdpbusd dword per channel.
+  s.columns = int8 && KH <= 4 && s.DH == 1 && s.DW == 1;
+  int64_t groups = s.columns ? KW : (KH * KW + 3) / 4;
   std::vector<int8_t> packed8(int8 ? groups * C16 * 4 : 0, 0);
   std::vector<float> packedF(int8 ? 0 : KH * KW * C16, 0.f);
   for (int64_t c = 0; c < IC; ++c)
     for (int64_t t = 0; t < KH * KW; ++t) {
       double w = weight(c * KH * KW + t);
-      if (int8)
-        packed8[((t / 4) * C16 + c) * 4 + t % 4] = static_cast<int8_t>(w);
-      else
+      int64_t kh = t / KW, kw = t % KW;
+      if (!int8)
         packedF[t * C16 + c] = static_cast<float>(w);
+      else if (s.columns)
+        packed8[(kw * C16 + c) * 4 + kh] = static_cast<int8_t>(w);
+      else
+        packed8[((t / 4) * C16 + c) * 4 + t % 4] = static_cast<int8_t>(w);
     }
   s.weightOff = int8 ? addArray(packed8) : addArray(packedF);
   std::vector<int> ins = {in};
@@ -188,10 +193,13 @@ LogicalResult GraphLowering::lowerConv(Operation *op, bool int8, int in, int o,
     ins.push_back(residual);
   int64_t macs = s.N * s.OH * s.OW * IC * KH * KW;
   Isa isa = target.isa;
-  std::string kernel = int8 ? (isa == Isa::AVX512VNNI ? "vnni-depthwise 1x16"
-                               : isa == Isa::AVXVNNI  ? "avxvnni-depthwise 1x16"
-                                                      : "int8-depthwise 1x16")
-                            : "fp32-depthwise 1x16";
+  // Tile: output pixels x channels.
+  std::string kernel =
+      std::string(int8 ? (isa == Isa::AVX512VNNI ? "vnni-depthwise "
+                          : isa == Isa::AVXVNNI  ? "avxvnni-depthwise "
+                                                 : "int8-depthwise ")
+                       : "fp32-depthwise ") +
+      (s.columns ? "4x16" : "1x16");
   addLayer(op, kernel, int8 ? "int8" : "fp32", macs > 50000, macs, ins, {o},
            [=](KB &k) {
              DepthwiseSpec spec = s;

@@ -407,7 +407,83 @@ void qatc::codegen::emitDenseConv(KB &k, Isa isa, const DenseConvSpec &s) {
   });
 }
 
+/// The int8 depthwise kernel for kernels of at most 4 rows (dilation 1):
+/// the KH bytes of one input column (kernel rows 0..KH-1) are interleaved
+/// once into a dword per channel and serve every output pixel of the tile
+/// that reads that column, each with its own column of weights, packed
+/// [kw][C16][4 rows].
+static void emitDepthwiseColumns(KB &k, Isa isa, const DepthwiseSpec &s) {
+  OpBuilder &b = k.b;
+  const int64_t C16 = (s.C + 15) / 16 * 16;
+  constexpr int64_t kPixels = 4;
+  auto vIn = VectorType::get({16}, k.i8);
+  auto v16i32 = VectorType::get({16}, k.i32);
+  SmallVector<int64_t> pairMask, quadMask;
+  for (int64_t c = 0; c < 16; ++c) {
+    pairMask.append({c, 16 + c});
+    quadMask.append({2 * c, 2 * c + 1, 32 + 2 * c, 32 + 2 * c + 1});
+  }
+  Value padRow = k.gep(k.weights, s.padRowOff);
+  auto [begin, end] = k.share(s.N * s.OH);
+  k.loop(begin, end, 1, [&](Value idx) {
+    Value n = k.div(idx, k.c(s.OH));
+    Value oh = k.rem(idx, k.c(s.OH));
+    Value pixRow = k.mul(k.add(k.mul(n, k.c(s.OH)), oh), k.c(s.OW));
+    auto tile = [&](Value ow0, int64_t np) {
+      // The input columns the tile reads, and their KH row pointers.
+      int64_t cols = (np - 1) * s.SW + s.KW;
+      Value iw0 = k.sub(k.mul(ow0, k.c(s.SW)), k.c(s.PL));
+      SmallVector<SmallVector<Value>> px(cols);
+      for (int64_t j = 0; j < cols; ++j)
+        for (int64_t kh = 0; kh < s.KH; ++kh) {
+          Value ih = k.add(k.mul(oh, k.c(s.SH)), k.c(kh - s.PT));
+          px[j].push_back(tapPointer(k, s, n, ih, k.add(iw0, k.c(j)),
+                                     k.lt(ih, k.c(s.H)), padRow));
+        }
+      k.loop(k.c(0), k.c(s.C), 16, [&](Value c0) {
+        Value mask = k.prefixMask(16, k.sub(k.c(s.C), c0));
+        Value zero = k.splatI(0, 16, k.i8);
+        Value corr = k.load(
+            v16i32, k.gep(k.weights, k.add(k.c(s.corrOff), k.mul(c0, k.c(4)))));
+        SmallVector<Value> acc(np, corr);
+        SmallVector<Value> w;
+        for (int64_t kw = 0; kw < s.KW; ++kw)
+          w.push_back(k.load(
+              v16i32, k.gep(k.weights, k.add(k.c(s.weightOff + kw * C16 * 4),
+                                             k.mul(c0, k.c(4))))));
+        for (int64_t j = 0; j < cols; ++j) {
+          SmallVector<Value> x;
+          for (int64_t kh = 0; kh < 4; ++kh)
+            x.push_back(
+                kh < s.KH ? k.maskedLoad(vIn, k.gep(px[j][kh], c0), mask, zero)
+                          : zero);
+          Value lo = b.create<vector::ShuffleOp>(k.loc, x[0], x[1], pairMask);
+          Value hi = b.create<vector::ShuffleOp>(k.loc, x[2], x[3], pairMask);
+          Value column = b.create<vector::BitCastOp>(
+              k.loc, v16i32,
+              b.create<vector::ShuffleOp>(k.loc, lo, hi, quadMask));
+          for (int64_t p = 0; p < np; ++p) {
+            int64_t kw = j - p * s.SW;
+            if (kw >= 0 && kw < s.KW)
+              acc[p] = emitDot4(k, isa, acc[p], column, w[kw]);
+          }
+        }
+        for (int64_t p = 0; p < np; ++p)
+          epilogueAt(k, s, acc[p], k.add(pixRow, k.add(ow0, k.c(p))), c0, mask);
+      });
+    };
+    int64_t full = s.OW / kPixels, tail = s.OW % kPixels;
+    if (full)
+      k.loop(k.c(0), k.c(full * kPixels), kPixels,
+             [&](Value ow0) { tile(ow0, kPixels); });
+    if (tail)
+      tile(k.c(full * kPixels), tail);
+  });
+}
+
 void qatc::codegen::emitDepthwise(KB &k, Isa isa, const DepthwiseSpec &s) {
+  if (s.int8 && s.columns)
+    return emitDepthwiseColumns(k, isa, s);
   OpBuilder &b = k.b;
   const int64_t C16 = (s.C + 15) / 16 * 16;
   const int64_t inEs = s.int8 ? 1 : 4;
