@@ -169,11 +169,12 @@ LogicalResult GraphLowering::lowerConv(Operation *op, bool int8, int in, int o,
   int64_t C16 = roundUp(IC, 16);
   s.padRowOff = padRow(int8, x.zp, C16);
   s.ep = ep;
-  // f32: [kh*kw][C16]. int8: [kw][C16][4 rows] for kernels of at most 4
-  // rows without dilation (the column kernel), else [tap group][C16][4 taps];
-  // zero past the last row / tap: one vpdpbusd dword per channel.
-  s.columns = int8 && KH <= 4 && s.DH == 1 && s.DW == 1;
-  int64_t groups = s.columns ? KW : (KH * KW + 3) / 4;
+  // f32: [kh*kw][C16]. int8: [kw][row group][C16][4 rows] without dilation
+  // (the column kernel), else [tap group][C16][4 taps]; zero past the last
+  // row / tap: one vpdpbusd dword per channel.
+  s.columns = int8 && s.DH == 1 && s.DW == 1;
+  int64_t rowGroups = (KH + 3) / 4;
+  int64_t groups = s.columns ? KW * rowGroups : (KH * KW + 3) / 4;
   std::vector<int8_t> packed8(int8 ? groups * C16 * 4 : 0, 0);
   std::vector<float> packedF(int8 ? 0 : KH * KW * C16, 0.f);
   for (int64_t c = 0; c < IC; ++c)
@@ -183,7 +184,8 @@ LogicalResult GraphLowering::lowerConv(Operation *op, bool int8, int in, int o,
       if (!int8)
         packedF[t * C16 + c] = static_cast<float>(w);
       else if (s.columns)
-        packed8[(kw * C16 + c) * 4 + kh] = static_cast<int8_t>(w);
+        packed8[((kw * rowGroups + kh / 4) * C16 + c) * 4 + kh % 4] =
+            static_cast<int8_t>(w);
       else
         packed8[((t / 4) * C16 + c) * 4 + t % 4] = static_cast<int8_t>(w);
     }

@@ -407,11 +407,10 @@ void qatc::codegen::emitDenseConv(KB &k, Isa isa, const DenseConvSpec &s) {
   });
 }
 
-/// The int8 depthwise kernel for kernels of at most 4 rows (dilation 1):
-/// the KH bytes of one input column (kernel rows 0..KH-1) are interleaved
-/// once into a dword per channel and serve every output pixel of the tile
-/// that reads that column, each with its own column of weights, packed
-/// [kw][C16][4 rows].
+/// The int8 depthwise kernel without dilation: the bytes of one input
+/// column (kernel rows in groups of 4) are interleaved once into a dword per
+/// channel and serve every output pixel of the tile that reads that column,
+/// each with its own column of weights, packed [kw][row group][C16][4 rows].
 static void emitDepthwiseColumns(KB &k, Isa isa, const DepthwiseSpec &s) {
   OpBuilder &b = k.b;
   const int64_t C16 = (s.C + 15) / 16 * 16;
@@ -446,28 +445,30 @@ static void emitDepthwiseColumns(KB &k, Isa isa, const DepthwiseSpec &s) {
         Value corr = k.load(
             v16i32, k.gep(k.weights, k.add(k.c(s.corrOff), k.mul(c0, k.c(4)))));
         SmallVector<Value> acc(np, corr);
-        SmallVector<Value> w;
-        for (int64_t kw = 0; kw < s.KW; ++kw)
+        const int64_t groups = (s.KH + 3) / 4;
+        SmallVector<Value> w; // [kw][row group]
+        for (int64_t i = 0; i < s.KW * groups; ++i)
           w.push_back(k.load(
-              v16i32, k.gep(k.weights, k.add(k.c(s.weightOff + kw * C16 * 4),
+              v16i32, k.gep(k.weights, k.add(k.c(s.weightOff + i * C16 * 4),
                                              k.mul(c0, k.c(4))))));
-        for (int64_t j = 0; j < cols; ++j) {
-          SmallVector<Value> x;
-          for (int64_t kh = 0; kh < 4; ++kh)
-            x.push_back(
-                kh < s.KH ? k.maskedLoad(vIn, k.gep(px[j][kh], c0), mask, zero)
-                          : zero);
-          Value lo = b.create<vector::ShuffleOp>(k.loc, x[0], x[1], pairMask);
-          Value hi = b.create<vector::ShuffleOp>(k.loc, x[2], x[3], pairMask);
-          Value column = b.create<vector::BitCastOp>(
-              k.loc, v16i32,
-              b.create<vector::ShuffleOp>(k.loc, lo, hi, quadMask));
-          for (int64_t p = 0; p < np; ++p) {
-            int64_t kw = j - p * s.SW;
-            if (kw >= 0 && kw < s.KW)
-              acc[p] = emitDot4(k, isa, acc[p], column, w[kw]);
+        for (int64_t j = 0; j < cols; ++j)
+          for (int64_t g = 0; g < groups; ++g) {
+            SmallVector<Value> x;
+            for (int64_t kh = 4 * g; kh < 4 * g + 4; ++kh)
+              x.push_back(kh < s.KH ? k.maskedLoad(vIn, k.gep(px[j][kh], c0),
+                                                   mask, zero)
+                                    : zero);
+            Value lo = b.create<vector::ShuffleOp>(k.loc, x[0], x[1], pairMask);
+            Value hi = b.create<vector::ShuffleOp>(k.loc, x[2], x[3], pairMask);
+            Value column = b.create<vector::BitCastOp>(
+                k.loc, v16i32,
+                b.create<vector::ShuffleOp>(k.loc, lo, hi, quadMask));
+            for (int64_t p = 0; p < np; ++p) {
+              int64_t kw = j - p * s.SW;
+              if (kw >= 0 && kw < s.KW)
+                acc[p] = emitDot4(k, isa, acc[p], column, w[kw * groups + g]);
+            }
           }
-        }
         for (int64_t p = 0; p < np; ++p)
           epilogueAt(k, s, acc[p], k.add(pixRow, k.add(ow0, k.c(p))), c0, mask);
       });

@@ -148,13 +148,13 @@ struct DenseConvSpec : ConvSpec {
 void emitDenseConv(KB &k, Isa isa, const DenseConvSpec &s);
 
 /// Depthwise convolution (group = channels, one filter each). Weights
-/// f32 [kh*kw][C16]; i8 [kw][C16][4 rows] (`columns`) or
+/// f32 [kh*kw][C16]; i8 [kw][row group][C16][4 rows] (`columns`) or
 /// [ceil(kh*kw / 4)][C16][4 taps]: one dword per channel for vpdpbusd.
 struct DepthwiseSpec : ConvSpec {
   int64_t C = 0;
-  /// int8 with at most 4 kernel rows and dilation 1: weights packed
-  /// [kw][C16][4 rows], each input column's rows interleaved once for the
-  /// 4-pixel tile (else [tap group][C16][4 taps]).
+  /// int8 without dilation: weights packed [kw][row group][C16][4 rows],
+  /// each input column's rows interleaved once for the 4-pixel tile (else
+  /// [tap group][C16][4 taps]).
   bool columns = false;
 };
 void emitDepthwise(KB &k, Isa isa, const DepthwiseSpec &s);
