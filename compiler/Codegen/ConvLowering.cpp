@@ -587,6 +587,10 @@ LogicalResult GraphLowering::lowerFloatConv(onnx::ConvOp op) {
 }
 
 LogicalResult GraphLowering::lowerFloatMatMul(onnx::MatMulOp op) {
+  if (cast<ShapedType>(op.getA().getType()).getRank() < 2 ||
+      cast<ShapedType>(op.getB().getType()).getRank() < 2)
+    return op.emitError("qatc compiles MatMul of operands of rank 2 or more "
+                        "(a vector operand is not compiled yet)");
   auto w = constantOf(op.getB());
   auto bs = cast<ShapedType>(op.getB().getType()).getShape();
   int o = resultTensor(op.getY(), plan::Layout::Plain);
@@ -637,6 +641,10 @@ LogicalResult GraphLowering::lowerGemm(onnx::GemmOp op) {
     auto c = constantOf(op.getC());
     if (!c)
       return op.emitError("qatc compiles Gemm with a constant C only");
+    // Per column: a scalar, [N] or [1, N] (a [M, 1] C is per row).
+    auto cs = cast<ShapedType>(op.getC().getType()).getShape();
+    if (cs.size() > 2 || (cs.size() == 2 && cs[0] != 1))
+      return op.emitError("qatc compiles Gemm with a per-column C only");
     bias = floatsOf(*c);
     if (bias.size() == 1)
       bias.assign(N, bias[0]);

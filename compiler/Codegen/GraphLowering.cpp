@@ -279,8 +279,21 @@ Src GraphLowering::srcOf(Value v) {
   if (auto c = constantOf(v)) {
     Src s;
     auto [it, fresh] = constantOffsets.try_emplace(v, 0);
-    if (fresh)
-      it->second = addArray(floatsOf(*c));
+    if (fresh) {
+      std::vector<float> values = floatsOf(*c);
+      // A quantized constant (qat.constant) is read by strided kernels as
+      // the real values it stands for.
+      auto type = cast<ShapedType>(v.getType());
+      if (isa<quant::QuantizedType>(type.getElementType())) {
+        qat::QuantLayout q(type);
+        for (size_t i = 0; i < values.size(); ++i) {
+          int64_t ch = q.channel(i);
+          values[i] = (values[i] - static_cast<float>(q.zeroPoints[ch])) *
+                      static_cast<float>(q.scales[ch]);
+        }
+      }
+      it->second = addArray(values);
+    }
     s.weightOff = it->second;
     auto shape = cast<ShapedType>(v.getType()).getShape();
     s.shape.assign(shape.begin(), shape.end());
@@ -353,6 +366,14 @@ std::optional<std::pair<float, float>> GraphLowering::foldActivation(Value v,
   return bounds;
 }
 
+/// The axes a global pool averages: every axis after N and C.
+static std::vector<int64_t> spatialAxes(Value v) {
+  std::vector<int64_t> axes;
+  for (int64_t d = 2; d < cast<ShapedType>(v.getType()).getRank(); ++d)
+    axes.push_back(d);
+  return axes;
+}
+
 LogicalResult GraphLowering::run() {
   // Graph inputs: plain, as the user gives them.
   std::vector<std::string> inNames = ref::getInputNames(func);
@@ -420,10 +441,10 @@ LogicalResult GraphLowering::run() {
                                o.getCountIncludePad() != 0);
             })
             .Case<qat::GlobalAvgPoolOp>([&](auto o) {
-              return lowerMean(o, o.getInput(), {2, 3});
+              return lowerMean(o, o.getInput(), spatialAxes(o.getInput()));
             })
             .Case<onnx::GlobalAveragePoolOp>([&](auto o) {
-              return lowerMean(o, o.getX(), {2, 3});
+              return lowerMean(o, o.getX(), spatialAxes(o.getX()));
             })
             .Case<onnx::ReduceMeanOp>(
                 [&](auto o) { return lowerMean(o, o.getData(), o.getAxes()); })
@@ -609,11 +630,16 @@ LogicalResult GraphLowering::run() {
                 int t = tensorOf(v);
                 if (constantError)
                   return failure();
+                if (tensors[t].int8)
+                  return ret.emitError("qatc compiles models with float "
+                                       "outputs only (output ")
+                         << i << " is quantized)";
+                t = inLayout(t, plan::Layout::Plain, ret.getLoc());
                 // A graph input or an earlier output returned again gets a
                 // tensor of its own (its name is this output's).
                 auto &io = out.manifest;
                 int mi = tensors[t].manifestIndex;
-                if (llvm::is_contained(io.inputs, mi) ||
+                if (mi < 0 || llvm::is_contained(io.inputs, mi) ||
                     llvm::is_contained(io.outputs, mi)) {
                   CTensor copy = tensors[t];
                   int c = addTensor(copy);
@@ -628,11 +654,6 @@ LogicalResult GraphLowering::run() {
                            });
                   t = c;
                 }
-                if (tensors[t].int8)
-                  return ret.emitError("qatc compiles models with float "
-                                       "outputs only (output ")
-                         << i << " is quantized)";
-                t = inLayout(t, plan::Layout::Plain, ret.getLoc());
                 Storage &s = storages[tensors[t].storage];
                 s.last = 1 << 30;
                 if (i < names.size()) {

@@ -208,17 +208,23 @@ inline std::optional<ref::Tensor> constantOf(Value v) {
                              cast<ShapedType>(v.getType()).getElementType());
 }
 
+inline int64_t intAt(const ref::Tensor &t, int64_t i);
+
+/// The values of a constant as f32, whatever its element type.
 inline std::vector<float> floatsOf(const ref::Tensor &t) {
   std::vector<float> out(t.numElements());
   for (int64_t i = 0; i < t.numElements(); ++i)
     out[i] = t.dtype() == ref::DType::F64
                  ? static_cast<float>(t.data<double>()[i])
-                 : t.data<float>()[i];
+             : t.dtype() == ref::DType::F32 ? t.data<float>()[i]
+                                            : static_cast<float>(intAt(t, i));
   return out;
 }
 
 inline int64_t intAt(const ref::Tensor &t, int64_t i) {
   switch (t.dtype()) {
+  case ref::DType::I64:
+    return t.data<int64_t>()[i];
   case ref::DType::I8:
     return t.data<int8_t>()[i];
   case ref::DType::U8:

@@ -211,6 +211,11 @@ LogicalResult GraphLowering::lowerMean(Operation *op, Value inV,
       reduceShape.push_back(inShape[d]);
   }
   int64_t count = product(reduceShape);
+  // int8 sums of (q - z) are exact in the f32 accumulator below 2^24.
+  if (tensors[in].int8 && count * 255 >= (int64_t(1) << 24))
+    return op->emitError("qatc compiles int8 means over at most 65793 "
+                         "elements; this one averages ")
+           << count;
   bool int8In = tensors[in].int8;
   addLayer(
       op, int8In ? "int8-mean" : "fp32-mean", int8In ? "int8" : "fp32",

@@ -140,6 +140,19 @@ def layernorm_case(b, shape, axis):
     return list(shape), b.act_qdq(y, 0.05), list(shape)
 
 
+def global_pool_case(b, shape):
+    x = b.act_qdq("x", 0.05)
+    y = b.act_qdq(b.node("GlobalAveragePool", [x]), 0.02)
+    return list(shape), y, list(shape[:2]) + [1] * (len(shape) - 2)
+
+
+def add_constant_case(b, shape):
+    """x + a constant that is itself Q/DQ'd (a quantized constant operand)."""
+    x = b.act_qdq("x", 0.05)
+    c = b.act_qdq(b.const("c", b.rng.normal(0, 1, shape[1:]).astype(np.float32)), 0.03)
+    return list(shape), b.act_qdq(b.node("Add", [x, c]), 0.1), list(shape)
+
+
 CASES = {
     # Channels off every vector width, tiny and odd maps.
     "conv_ic3_oc7_3x3": lambda b: conv_case(b, 3, 7, (9, 11), 3, pads=(1, 1, 1, 1)),
@@ -170,6 +183,9 @@ CASES = {
     "maxpool_3x3_s2": lambda b: pool_case(b, 23, (10, 9), "MaxPool", 3, 2, (0, 1, 1, 0)),
     "broadcast_channel": lambda b: broadcast_case(b, (1, 21, 5, 6), (1, 21, 1, 1)),
     "broadcast_row": lambda b: broadcast_case(b, (2, 3, 7), (7,)),
+    "global_avgpool_rank3": lambda b: global_pool_case(b, (2, 7, 13)),
+    "global_avgpool_rank5": lambda b: global_pool_case(b, (1, 6, 3, 4, 5)),
+    "add_quantized_constant": lambda b: add_constant_case(b, (2, 5, 3, 4)),
     "layernorm_last_axis": lambda b: layernorm_case(b, (1, 5, 19), -1),
     "layernorm_two_axes": lambda b: layernorm_case(b, (2, 3, 4, 5), 2),
 }
