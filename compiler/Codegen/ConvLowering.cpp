@@ -118,13 +118,19 @@ LogicalResult GraphLowering::denseConv(
   addLayer(op, kernel, s.int8 ? "int8" : "fp32", macs > 50000, macs, ins,
            {outT}, [=](KB &k) {
              DenseConvSpec spec = s;
-             spec.inOff = tensors[in].desc.offset;
-             spec.outOff = tensors[outT].desc.offset;
-             if (residual >= 0)
-               spec.ep.resOff = tensors[residual].desc.offset;
+             bindConv(spec, in, outT, residual);
              emitDenseConv(k, isa, spec);
            });
   return success();
+}
+
+void GraphLowering::bindConv(ConvSpec &s, int in, int out, int residual,
+                             int64_t inChannel, int64_t outChannel) const {
+  s.inOff = tensors[in].desc.offset + inChannel * (tensors[in].int8 ? 1 : 4);
+  s.outOff =
+      tensors[out].desc.offset + outChannel * (tensors[out].int8 ? 1 : 4);
+  if (residual >= 0) // u8
+    s.ep.resOff = tensors[residual].desc.offset + outChannel;
 }
 
 LogicalResult GraphLowering::lowerConv(Operation *op, bool int8, int in, int o,
@@ -205,10 +211,7 @@ LogicalResult GraphLowering::lowerConv(Operation *op, bool int8, int in, int o,
   addLayer(op, kernel, int8 ? "int8" : "fp32", macs > 50000, macs, ins, {o},
            [=](KB &k) {
              DepthwiseSpec spec = s;
-             spec.inOff = tensors[in].desc.offset;
-             spec.outOff = tensors[o].desc.offset;
-             if (residual >= 0)
-               spec.ep.resOff = tensors[residual].desc.offset;
+             bindConv(spec, in, o, residual);
              emitDepthwise(k, isa, spec);
            });
   return success();
@@ -265,15 +268,11 @@ LogicalResult GraphLowering::groupedConv(
   const DenseConvSpec &s0 = specs[0];
   int64_t macs = s0.N * s0.OH * s0.OW * OC * KH * KW * ICg;
   Isa isa = target.isa;
-  int64_t inEs = int8 ? 1 : 4, outEs = tensors[o].int8 ? 1 : 4;
   addLayer(op, denseKernelName(s0) + " x" + std::to_string(group) + " groups",
            int8 ? "int8" : "fp32", macs > 50000, macs, ins, {o}, [=](KB &k) {
              for (int64_t g = 0; g < group; ++g) {
                DenseConvSpec spec = specs[g];
-               spec.inOff = tensors[in].desc.offset + g * ICg * inEs;
-               spec.outOff = tensors[o].desc.offset + g * OCg * outEs;
-               if (residual >= 0)
-                 spec.ep.resOff = tensors[residual].desc.offset + g * OCg;
+               bindConv(spec, in, o, residual, g * ICg, g * OCg);
                emitDenseConv(k, isa, spec);
              }
            });
@@ -480,8 +479,7 @@ LogicalResult GraphLowering::batchedProduct(Operation *op, int ta, int tb,
             if (!int8 && mult != 1.f)
               y = bb.create<arith::MulFOp>(k.loc, y, k.cf(mult));
             auto channel = [&](int64_t off) {
-              return k.load(
-                  k.f32, k.gep(k.weights, k.add(k.c(off), k.mul(n, k.c(4)))));
+              return k.load(k.f32, k.weightsAt(off, n, 4));
             };
             if (scaleOff >= 0)
               y = bb.create<arith::MulFOp>(k.loc, y, channel(scaleOff));

@@ -366,6 +366,18 @@ std::optional<std::pair<float, float>> GraphLowering::foldActivation(Value v,
   return bounds;
 }
 
+/// The scalar body that is one op of `OpTy` on the (f32) operand(s).
+template <typename OpTy> static ScalarFn unaryFn() {
+  return [](KB &k, ArrayRef<Value> v) -> Value {
+    return k.b.create<OpTy>(k.loc, v[0]);
+  };
+}
+template <typename OpTy> static ScalarFn binaryFn() {
+  return [](KB &k, ArrayRef<Value> v) -> Value {
+    return k.b.create<OpTy>(k.loc, v[0], v[1]);
+  };
+}
+
 /// The axes a global pool averages: every axis after N and C.
 static std::vector<int64_t> spatialAxes(Value v) {
   std::vector<int64_t> axes;
@@ -474,19 +486,13 @@ LogicalResult GraphLowering::run() {
                 [&](auto o) { return lowerLayerNorm(o); })
             .Case<onnx::PowOp>([&](auto o) { return lowerPow(o); })
             .Case<onnx::SubOp>([&](auto o) {
-              return lowerBinary(o, "sub", [](KB &k, ArrayRef<Value> v) {
-                return k.b.create<arith::SubFOp>(k.loc, v[0], v[1]);
-              });
+              return lowerBinary(o, "sub", binaryFn<arith::SubFOp>());
             })
             .Case<onnx::MulOp>([&](auto o) {
-              return lowerBinary(o, "mul", [](KB &k, ArrayRef<Value> v) {
-                return k.b.create<arith::MulFOp>(k.loc, v[0], v[1]);
-              });
+              return lowerBinary(o, "mul", binaryFn<arith::MulFOp>());
             })
             .Case<onnx::DivOp>([&](auto o) {
-              return lowerBinary(o, "div", [](KB &k, ArrayRef<Value> v) {
-                return k.b.create<arith::DivFOp>(k.loc, v[0], v[1]);
-              });
+              return lowerBinary(o, "div", binaryFn<arith::DivFOp>());
             })
             .Case<onnx::SigmoidOp>([&](auto o) {
               return lowerUnary(o, "sigmoid", [](KB &k, ArrayRef<Value> v) {
@@ -527,24 +533,16 @@ LogicalResult GraphLowering::run() {
                   });
             })
             .Case<onnx::ErfOp>([&](auto o) {
-              return lowerUnary(o, "erf", [](KB &k, ArrayRef<Value> v) {
-                return k.b.create<math::ErfOp>(k.loc, v[0]);
-              });
+              return lowerUnary(o, "erf", unaryFn<math::ErfOp>());
             })
             .Case<onnx::TanhOp>([&](auto o) {
-              return lowerUnary(o, "tanh", [](KB &k, ArrayRef<Value> v) {
-                return k.b.create<math::TanhOp>(k.loc, v[0]);
-              });
+              return lowerUnary(o, "tanh", unaryFn<math::TanhOp>());
             })
             .Case<onnx::ExpOp>([&](auto o) {
-              return lowerUnary(o, "exp", [](KB &k, ArrayRef<Value> v) {
-                return k.b.create<math::ExpOp>(k.loc, v[0]);
-              });
+              return lowerUnary(o, "exp", unaryFn<math::ExpOp>());
             })
             .Case<onnx::SqrtOp>([&](auto o) {
-              return lowerUnary(o, "sqrt", [](KB &k, ArrayRef<Value> v) {
-                return k.b.create<math::SqrtOp>(k.loc, v[0]);
-              });
+              return lowerUnary(o, "sqrt", unaryFn<math::SqrtOp>());
             })
             .Case<onnx::LeakyReluOp>([&](auto o) {
               float alpha = o.getAlpha().convertToFloat();
@@ -559,14 +557,10 @@ LogicalResult GraphLowering::run() {
                   });
             })
             .Case<onnx::LogOp>([&](auto o) {
-              return lowerUnary(o, "log", [](KB &k, ArrayRef<Value> v) {
-                return k.b.create<math::LogOp>(k.loc, v[0]);
-              });
+              return lowerUnary(o, "log", unaryFn<math::LogOp>());
             })
             .Case<onnx::AbsOp>([&](auto o) {
-              return lowerUnary(o, "abs", [](KB &k, ArrayRef<Value> v) {
-                return k.b.create<math::AbsFOp>(k.loc, v[0]);
-              });
+              return lowerUnary(o, "abs", unaryFn<math::AbsFOp>());
             })
             .Case<onnx::SplitOp>([&](onnx::SplitOp o) -> LogicalResult {
               // Every piece is a slice view of the input.
@@ -585,9 +579,7 @@ LogicalResult GraphLowering::run() {
               return success();
             })
             .Case<onnx::NegOp>([&](auto o) {
-              return lowerUnary(o, "neg", [](KB &k, ArrayRef<Value> v) {
-                return k.b.create<arith::NegFOp>(k.loc, v[0]);
-              });
+              return lowerUnary(o, "neg", unaryFn<arith::NegFOp>());
             })
             .Case<onnx::ReciprocalOp>([&](auto o) {
               return lowerUnary(o, "reciprocal", [](KB &k, ArrayRef<Value> v) {

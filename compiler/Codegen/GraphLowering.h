@@ -404,6 +404,11 @@ private:
                           ArrayRef<int64_t> dilations, Epilogue ep,
                           int64_t corrOff, int residual,
                           std::function<double(int64_t)> weight);
+  /// Points the kernel spec `s` at its tensors' final arena offsets (at emit
+  /// time): input `in` from channel `inChannel`, output `out` and the
+  /// residual from `outChannel`.
+  void bindConv(ConvSpec &s, int in, int out, int residual,
+                int64_t inChannel = 0, int64_t outChannel = 0) const;
   /// Picks the tile of `s` and packs `weightAt(oc, ic, kh, kw)` for it
   /// (zero beyond the real channels).
   DenseConvSpec

@@ -126,6 +126,10 @@ Value KB::at(int64_t offset, Value index, int64_t elemBytes) {
   return gep(arena, add(c(offset), mul(index, c(elemBytes))));
 }
 
+Value KB::weightsAt(int64_t offset, Value index, int64_t elemBytes) {
+  return gep(weights, add(c(offset), mul(index, c(elemBytes))));
+}
+
 Value KB::floatLike(Type like, float v) {
   if (auto vt = dyn_cast<VectorType>(like))
     return splatF(v, vt.getNumElements());
@@ -232,7 +236,7 @@ void qatc::codegen::emitEpilogue(KB &k, const Epilogue &ep, Value acc, Value c0,
   if (!isa<FloatType>(cast<VectorType>(acc.getType()).getElementType()))
     y = b.create<arith::SIToFPOp>(k.loc, vf, acc);
   auto channelVec = [&](int64_t off) {
-    return k.load(vf, k.gep(k.weights, k.add(k.c(off), k.mul(c0, k.c(4)))));
+    return k.load(vf, k.weightsAt(off, c0, 4));
   };
   if (ep.multOff >= 0)
     y = b.create<arith::MulFOp>(k.loc, y, channelVec(ep.multOff));
@@ -311,8 +315,7 @@ void qatc::codegen::emitDenseConv(KB &k, Isa isa, const DenseConvSpec &s) {
     Value blk = k.div(idx, k.c(tiles));
     Value p0 = k.mul(k.rem(idx, k.c(tiles)), k.c(s.MR));
     Value c0 = k.mul(blk, k.c(NB));
-    Value wBlk =
-        k.gep(k.weights, k.add(k.c(s.weightOff), k.mul(blk, k.c(blockBytes))));
+    Value wBlk = k.weightsAt(s.weightOff, blk, blockBytes);
     Value padRow = k.gep(k.weights, s.padRowOff);
 
     auto tile = [&](int64_t mr) {
@@ -330,8 +333,7 @@ void qatc::codegen::emitDenseConv(KB &k, Isa isa, const DenseConvSpec &s) {
         for (int64_t v = 0; v < s.NV; ++v) {
           if (s.int8)
             init.push_back(
-                k.load(accType, k.gep(k.weights, k.add(k.c(s.corrOff + v * 64),
-                                                       k.mul(c0, k.c(4))))));
+                k.load(accType, k.weightsAt(s.corrOff + v * 64, c0, 4)));
           else
             init.push_back(k.splatF(0.f, 16));
         }
@@ -442,15 +444,13 @@ static void emitDepthwiseColumns(KB &k, Isa isa, const DepthwiseSpec &s) {
       k.loop(k.c(0), k.c(s.C), 16, [&](Value c0) {
         Value mask = k.prefixMask(16, k.sub(k.c(s.C), c0));
         Value zero = k.splatI(0, 16, k.i8);
-        Value corr = k.load(
-            v16i32, k.gep(k.weights, k.add(k.c(s.corrOff), k.mul(c0, k.c(4)))));
+        Value corr = k.load(v16i32, k.weightsAt(s.corrOff, c0, 4));
         SmallVector<Value> acc(np, corr);
         const int64_t groups = (s.KH + 3) / 4;
         SmallVector<Value> w; // [kw][row group]
         for (int64_t i = 0; i < s.KW * groups; ++i)
-          w.push_back(k.load(
-              v16i32, k.gep(k.weights, k.add(k.c(s.weightOff + i * C16 * 4),
-                                             k.mul(c0, k.c(4))))));
+          w.push_back(
+              k.load(v16i32, k.weightsAt(s.weightOff + i * C16 * 4, c0, 4)));
         for (int64_t j = 0; j < cols; ++j)
           for (int64_t g = 0; g < groups; ++g) {
             SmallVector<Value> x;
@@ -508,10 +508,8 @@ void qatc::codegen::emitDepthwise(KB &k, Isa isa, const DepthwiseSpec &s) {
       Value pix = k.add(k.mul(k.add(k.mul(n, k.c(s.OH)), oh), k.c(s.OW)), ow);
       k.loop(k.c(0), k.c(s.C), 16, [&](Value c0) {
         Value mask = k.prefixMask(16, k.sub(k.c(s.C), c0));
-        Value acc =
-            s.int8 ? k.load(vAcc, k.gep(k.weights, k.add(k.c(s.corrOff),
-                                                         k.mul(c0, k.c(4)))))
-                   : k.splatF(0.f, 16);
+        Value acc = s.int8 ? k.load(vAcc, k.weightsAt(s.corrOff, c0, 4))
+                           : k.splatF(0.f, 16);
         Value zero = s.int8 ? k.splatI(0, 16, k.i8) : k.splatF(0.f, 16);
         if (s.int8) {
           // Taps in groups of 4: the 16 channels' bytes of 4 taps
@@ -535,9 +533,8 @@ void qatc::codegen::emitDepthwise(KB &k, Isa isa, const DepthwiseSpec &s) {
             Value lo = b.create<vector::ShuffleOp>(k.loc, x[0], x[1], pairMask);
             Value hi = b.create<vector::ShuffleOp>(k.loc, x[2], x[3], pairMask);
             Value quad = b.create<vector::ShuffleOp>(k.loc, lo, hi, quadMask);
-            Value w = k.load(
-                v16i32, k.gep(k.weights, k.add(k.c(s.weightOff + g * C16 * 4),
-                                               k.mul(c0, k.c(4)))));
+            Value w =
+                k.load(v16i32, k.weightsAt(s.weightOff + g * C16 * 4, c0, 4));
             acc = emitDot4(k, isa, acc,
                            b.create<vector::BitCastOp>(k.loc, v16i32, quad), w);
           }
@@ -547,9 +544,8 @@ void qatc::codegen::emitDepthwise(KB &k, Isa isa, const DepthwiseSpec &s) {
         for (int64_t t = 0; t < s.KH * s.KW; ++t) {
           Value x =
               k.maskedLoad(vIn, k.gep(px[t], k.mul(c0, k.c(inEs))), mask, zero);
-          Value w = k.load(
-              vIn, k.gep(k.weights, k.add(k.c(s.weightOff + t * C16 * inEs),
-                                          k.mul(c0, k.c(inEs)))));
+          Value w =
+              k.load(vIn, k.weightsAt(s.weightOff + t * C16 * inEs, c0, inEs));
           acc = b.create<vector::FMAOp>(k.loc, x, w, acc);
         }
         epilogueAt(k, s, acc, pix, c0, mask);

@@ -79,6 +79,8 @@ public:
   /// The arena address of element `index` of `elemBytes` bytes of the
   /// tensor at arena offset `offset`.
   mlir::Value at(int64_t offset, mlir::Value index, int64_t elemBytes);
+  /// The same in the weights blob (packed weights, per-channel arrays).
+  mlir::Value weightsAt(int64_t offset, mlir::Value index, int64_t elemBytes);
   /// A float constant shaped like `like` (a scalar or a vector type).
   mlir::Value floatLike(mlir::Type like, float v);
   /// QuantizeLinear of f32 `y` (scalar or vector) to the stored domain:

@@ -378,8 +378,7 @@ LogicalResult GraphLowering::lowerLayerNorm(onnx::LayerNormalizationOp op) {
               k.loc, b.create<arith::AddFOp>(k.loc, var, k.cf(eps))));
       k.loop(k.c(0), k.c(n), 1, [&](Value i) {
         auto param = [&](int64_t off) {
-          return k.load(k.f32,
-                        k.gep(k.weights, k.add(k.c(off), k.mul(i, k.c(4)))));
+          return k.load(k.f32, k.weightsAt(off, i, 4));
         };
         Value y = b.create<arith::MulFOp>(
             k.loc, b.create<arith::SubFOp>(k.loc, x(i), mean), inv);
@@ -562,10 +561,8 @@ LogicalResult GraphLowering::lowerPool(Operation *op, Value inV,
                 }
               if (average) {
                 Value d = k.load(
-                    k.f32, k.gep(k.weights,
-                                 k.add(k.c(divOff),
-                                       k.mul(k.add(k.mul(oh, k.c(s.OW)), ow),
-                                             k.c(4)))));
+                    k.f32,
+                    k.weightsAt(divOff, k.add(k.mul(oh, k.c(s.OW)), ow), 4));
                 if (X.int8) {
                   // As the reference: the mean in double, times the scale.
                   FloatType f64 = bb.getF64Type();

@@ -64,9 +64,9 @@ Nest normalize(const std::vector<int64_t> &shape,
 }
 
 Value address(KB &k, const StridedOperand &op, Value elementIndex) {
-  Value base = op.inWeights ? k.weights : k.arena;
-  return k.gep(base, k.add(k.c(op.byteOffset + op.offset * op.elemBytes),
-                           k.mul(elementIndex, k.c(op.elemBytes))));
+  int64_t first = op.byteOffset + op.offset * op.elemBytes;
+  return op.inWeights ? k.weightsAt(first, elementIndex, op.elemBytes)
+                      : k.at(first, elementIndex, op.elemBytes);
 }
 
 Type elementType(KB &k, const StridedOperand &op) {
