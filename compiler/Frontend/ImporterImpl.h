@@ -137,6 +137,12 @@ public:
   /// A constant tensor op.
   mlir::Value constant(mlir::TypedAttr value);
 
+  /// Evaluates `op`, whose operands are all constants, with the reference
+  /// evaluator and returns constants for its results; nullopt (and no
+  /// diagnostic) when it cannot or should not (Q/DQ, large results).
+  std::optional<llvm::SmallVector<mlir::Value>>
+  evaluateConstantOp(mlir::Operation *op);
+
   mlir::NamedAttribute named(llvm::StringRef name, mlir::Attribute value) {
     return builder.getNamedAttr(name, value);
   }
@@ -161,8 +167,56 @@ private:
   llvm::SmallVector<mlir::Value> inputs;
 };
 
+/// Prints `model` as ONNX text (initializers included).
+void printModelText(const onnxpb::ModelProto &model, llvm::raw_ostream &os);
+
+/// Rewrites `model` (default-domain opset 7 to 12) to `targetOpset` (13):
+/// attributes that became inputs (Slice, Clip, Pad, Squeeze, Unsqueeze,
+/// Split, ReduceSum, TopK), Upsample and opset-10 Resize to Resize,
+/// (Log)Softmax / Hardmax's old 2-D coercion, BatchNormalization's `spatial`,
+/// Dropout's `ratio`, Scatter to ScatterElements; every other op must have a
+/// definition that did not change in a way that matters, or the node is
+/// refused. Diagnostics name the node. Does nothing when the model's opset
+/// is already `targetOpset` or later. Sets `fromOpset` to the model's opset.
+mlir::LogicalResult upgradeOpset(mlir::MLIRContext &ctx, llvm::StringRef path,
+                                 onnxpb::ModelProto &model, int64_t targetOpset,
+                                 int64_t &fromOpset);
+
 /// Handler for one ONNX op type; returns failure after emitting an error.
 using NodeHandler = mlir::LogicalResult (*)(NodeImporter &);
+
+// Helpers shared by the handlers.
+
+/// Records `v` as the node's only result (or passes a failure on).
+mlir::LogicalResult single(NodeImporter &ni, mlir::FailureOr<mlir::Value> v);
+/// Requires `count` leading inputs to be present.
+mlir::LogicalResult requireInputs(NodeImporter &ni, size_t count);
+/// Normalizes one axis against `rank`, reporting out-of-range values.
+mlir::FailureOr<int64_t> normAxis(NodeImporter &ni, int64_t axis, int64_t rank);
+/// Reads an `axes` list from an attribute (before `inputSinceOpset`) or an
+/// optional constant input; nullopt when absent.
+mlir::FailureOr<std::optional<llvm::SmallVector<int64_t>>>
+readAxes(NodeImporter &ni, int64_t inputSinceOpset, size_t inputIndex);
+/// Normalizes and sorts axes; rejects duplicates.
+mlir::FailureOr<llvm::SmallVector<int64_t>>
+normAxes(NodeImporter &ni, llvm::ArrayRef<int64_t> axes, int64_t rank);
+
+// Handlers of OnnxMathImporters.cpp: comparisons, selection, min/max and
+// variadic sums, reductions, arg-reductions, tiling and block moves, and the
+// shape-only ops (Range, Size) that always fold to constants.
+mlir::LogicalResult importVariadic(NodeImporter &ni);
+mlir::LogicalResult importMod(NodeImporter &ni);
+mlir::LogicalResult importElu(NodeImporter &ni);
+mlir::LogicalResult importWhere(NodeImporter &ni);
+mlir::LogicalResult importReduce(NodeImporter &ni);
+mlir::LogicalResult importArgReduce(NodeImporter &ni);
+mlir::LogicalResult importTopK(NodeImporter &ni);
+mlir::LogicalResult importExpand(NodeImporter &ni);
+mlir::LogicalResult importTile(NodeImporter &ni);
+mlir::LogicalResult importDepthSpace(NodeImporter &ni);
+mlir::LogicalResult importRange(NodeImporter &ni);
+mlir::LogicalResult importSize(NodeImporter &ni);
+mlir::LogicalResult importUpsample(NodeImporter &ni);
 
 /// The handler for `opType` in the default ONNX domain, or null when qatc
 /// does not support it.

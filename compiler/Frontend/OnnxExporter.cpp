@@ -82,6 +82,8 @@ private:
   onnxpb::GraphProto *graph = nullptr;
   int64_t opset = 13;
   llvm::StringSet<> usedNames;
+  /// Node names (a namespace of their own in ONNX).
+  llvm::StringSet<> nodeNames;
   DenseMap<Value, std::string> names;
 };
 
@@ -200,7 +202,13 @@ std::string Exporter::addScalar(StringRef hint, Type elt, double value,
 onnxpb::NodeProto &Exporter::addNode(Operation *op, StringRef opType) {
   onnxpb::NodeProto *node = graph->add_node();
   auto infos = getOnnxLocInfos(op->getLoc());
-  node->set_name(infos.empty() ? uniqueName(opType) : infos.front().name);
+  // One ONNX node may have become several ops (Softmax before opset 13, a
+  // variadic Max): each exported node still needs a name of its own.
+  std::string base = infos.empty() ? opType.str() : infos.front().name;
+  std::string name = base;
+  for (int i = 1; !nodeNames.insert(name).second; ++i)
+    name = base + "_" + std::to_string(i);
+  node->set_name(name);
   node->set_op_type(opType.str());
   for (Value v : op->getOperands())
     node->add_input(nameOf(v));
@@ -323,13 +331,39 @@ LogicalResult Exporter::exportOp(Operation *op) {
         node.add_input(addInt64s(nodeName + "_axes", s.getAxes()));
         return success();
       })
-      .Case([&](qatc::onnx::ReduceMeanOp r) {
-        auto &node = addNode(op, "ReduceMean");
-        (void)addAttr(node, "keepdims", r.getKeepdimsAttr(), loc);
-        if (opset >= 18)
+      .Case<qatc::onnx::ReduceMeanOp, qatc::onnx::ReduceSumOp,
+            qatc::onnx::ReduceMaxOp, qatc::onnx::ReduceMinOp,
+            qatc::onnx::ReduceProdOp, qatc::onnx::ReduceL1Op,
+            qatc::onnx::ReduceL2Op, qatc::onnx::ReduceSumSquareOp,
+            qatc::onnx::ReduceLogSumExpOp>([&](auto r) {
+        auto &node = addNode(op, onnxOpType(op));
+        if (failed(addAttr(node, "keepdims", r.getKeepdimsAttr(), loc)))
+          return failure();
+        // Axes became an input: ReduceSum at opset 13, the others at 18.
+        bool axesInput = opset >= (isa<qatc::onnx::ReduceSumOp>(op) ? 13 : 18);
+        if (axesInput)
           node.add_input(addInt64s(nodeName + "_axes", r.getAxes()));
         else
-          (void)addAttr(node, "axes", r.getAxesAttr(), loc);
+          return addAttr(node, "axes", r.getAxesAttr(), loc);
+        return success();
+      })
+      .Case([&](qatc::onnx::TileOp t) {
+        auto &node = addNode(op, "Tile");
+        node.add_input(addInt64s(nodeName + "_repeats", t.getRepeats()));
+        return success();
+      })
+      .Case([&](qatc::onnx::ExpandOp e) {
+        auto &node = addNode(op, "Expand");
+        node.add_input(
+            addInt64s(nodeName + "_shape",
+                      cast<RankedTensorType>(e.getType()).getShape()));
+        return success();
+      })
+      .Case([&](qatc::onnx::TopKOp t) {
+        auto &node = addNode(op, "TopK");
+        int64_t k = static_cast<int64_t>(t.getK());
+        node.add_input(addInt64s(nodeName + "_k", ArrayRef<int64_t>(k)));
+        addGenericAttrs(node, op->getAttrDictionary(), {"k"});
         return success();
       })
       .Case([&](qatc::onnx::SplitOp s) {
@@ -592,16 +626,14 @@ static void printTensorValues(std::ostream &os, const onnxpb::TensorProto &t) {
   }
 }
 
-LogicalResult qatc::exportOnnxText(ModuleOp module, llvm::raw_ostream &os) {
-  auto model = buildModel(module);
-  if (failed(model))
-    return failure();
-  const onnxpb::GraphProto &graph = model->graph();
+void qatc::detail::printModelText(const onnxpb::ModelProto &model,
+                                  llvm::raw_ostream &os) {
+  const onnxpb::GraphProto &graph = model.graph();
   std::ostringstream ss;
-  ss << "<\n  ir_version: " << model->ir_version() << ",\n  opset_import: [";
-  for (int i = 0; i < model->opset_import_size(); ++i)
-    ss << (i ? ", " : "") << "\"" << model->opset_import(i).domain()
-       << "\" : " << model->opset_import(i).version();
+  ss << "<\n  ir_version: " << model.ir_version() << ",\n  opset_import: [";
+  for (int i = 0; i < model.opset_import_size(); ++i)
+    ss << (i ? ", " : "") << "\"" << model.opset_import(i).domain()
+       << "\" : " << model.opset_import(i).version();
   ss << "]\n>\n"
      << graph.name() << " " << graph.input() << " => " << graph.output()
      << "\n";
@@ -624,5 +656,12 @@ LogicalResult qatc::exportOnnxText(ModuleOp module, llvm::raw_ostream &os) {
     ss << "  " << node << "\n";
   ss << "}\n";
   os << ss.str();
+}
+
+LogicalResult qatc::exportOnnxText(ModuleOp module, llvm::raw_ostream &os) {
+  auto model = buildModel(module);
+  if (failed(model))
+    return failure();
+  qatc::detail::printModelText(*model, os);
   return success();
 }

@@ -65,6 +65,8 @@ private:
   LogicalResult importNode(const onnxpb::NodeProto &node, int index);
   void importUnsupported(NodeImporter &ni);
   Location nodeLoc(const onnxpb::NodeProto &node, int index);
+  /// Records which dimensions of each argument were dynamic.
+  void setDynamicInputDims(func::FuncOp func, ArrayRef<StringRef> argNames);
 
   MLIRContext &ctx;
   std::string file;
@@ -741,6 +743,19 @@ LogicalResult GraphImporter::importNode(const onnxpb::NodeProto &node,
 // Model
 //===----------------------------------------------------------------------===//
 
+void GraphImporter::setDynamicInputDims(func::FuncOp func,
+                                        ArrayRef<StringRef> argNames) {
+  if (dynamicInputDims.empty())
+    return;
+  SmallVector<Attribute> perInput;
+  for (StringRef name : argNames) {
+    auto it = dynamicInputDims.find(name.str());
+    perInput.push_back(builder.getDenseI64ArrayAttr(
+        it == dynamicInputDims.end() ? ArrayRef<int64_t>() : it->second));
+  }
+  func->setAttr(kDynamicInputDimsAttr, builder.getArrayAttr(perInput));
+}
+
 OwningOpRef<ModuleOp> GraphImporter::importModel(onnxpb::ModelProto &model) {
   Location fileLoc = makeFileLoc(&ctx, file);
   if (!model.has_graph())
@@ -865,6 +880,12 @@ OwningOpRef<ModuleOp> GraphImporter::importModel(onnxpb::ModelProto &model) {
     values[name] = op.getResult();
   }
 
+  if (options.signatureOnly) {
+    builder.create<func::ReturnOp>(fileLoc, ValueRange{});
+    func->setAttr("onnx.input_names", builder.getStrArrayAttr(argNames));
+    setDynamicInputDims(func, argNames);
+    return module;
+  }
   for (int index : order)
     if (failed(importNode(graph.node(index), index)))
       return nullptr;
@@ -915,15 +936,7 @@ OwningOpRef<ModuleOp> GraphImporter::importModel(onnxpb::ModelProto &model) {
   func.setType(
       builder.getFunctionType(argTypes, ValueRange(results).getTypes()));
   func->setAttr("onnx.input_names", builder.getStrArrayAttr(argNames));
-  if (!dynamicInputDims.empty()) {
-    SmallVector<Attribute> perInput;
-    for (StringRef name : argNames) {
-      auto it = dynamicInputDims.find(name.str());
-      perInput.push_back(builder.getDenseI64ArrayAttr(
-          it == dynamicInputDims.end() ? ArrayRef<int64_t>() : it->second));
-    }
-    func->setAttr(kDynamicInputDimsAttr, builder.getArrayAttr(perInput));
-  }
+  setDynamicInputDims(func, argNames);
   func->setAttr("onnx.output_names", builder.getStrArrayAttr(outNames));
 
   if (!unsupported.empty()) {

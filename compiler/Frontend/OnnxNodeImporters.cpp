@@ -9,9 +9,12 @@
 
 #include "ImporterImpl.h"
 #include "qatc/Frontend/OnnxImporter.h"
+#include "qatc/Reference/Evaluator.h"
+#include "qatc/Support/Locations.h"
 
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/Verifier.h"
+#include "llvm/ADT/SmallPtrSet.h"
 
 #include <cmath>
 #include <limits>
@@ -84,15 +87,60 @@ std::optional<SmallVector<double>> NodeImporter::constFloats(Value v) const {
   return out;
 }
 
+/// Why `v` is not a constant: the graph input whose data it depends on and
+/// the node that reads that data, or the first node qatc could not evaluate.
+static std::string whyNotConstant(Value v) {
+  llvm::SmallPtrSet<Operation *, 16> seen;
+  SmallVector<std::pair<Value, Operation *>> stack{{v, nullptr}};
+  Operation *firstOp = v.getDefiningOp();
+  while (!stack.empty()) {
+    auto [value, user] = stack.pop_back_val();
+    if (auto arg = dyn_cast<BlockArgument>(value)) {
+      auto infos = getOnnxLocInfos(arg.getLoc());
+      std::string name = infos.empty() ? "?" : infos.front().name;
+      std::string msg = "it depends on the data of graph input '" + name + "'";
+      if (user) {
+        auto node = getOnnxLocInfos(user->getLoc());
+        if (!node.empty() && node.front().index >= 0)
+          msg += " (read by node \"" + node.front().name + "\" (" +
+                 node.front().kind + "))";
+      }
+      return msg + ", so it is only known at run time";
+    }
+    Operation *def = value.getDefiningOp();
+    if (!def || !seen.insert(def).second)
+      continue;
+    for (Value operand : def->getOperands())
+      if (!matchPattern(operand, m_Constant()))
+        stack.push_back({operand, def});
+  }
+  if (firstOp) {
+    auto node = getOnnxLocInfos(firstOp->getLoc());
+    if (!node.empty())
+      return "it is computed by node \"" + node.front().name + "\" (" +
+             node.front().kind + "), which qatc does not evaluate at import";
+  }
+  return "it is not a constant";
+}
+
 FailureOr<SmallVector<int64_t>> NodeImporter::requireConstInts(size_t i,
                                                                StringRef what) {
   auto v = constInts(input(i));
-  if (!v)
-    return error() << "input #" << i << " ('" << what << "') of "
-                   << node.op_type()
-                   << " must be a constant integer tensor (qatc needs it at "
-                      "compile time to give every tensor a static shape)",
-           failure();
+  if (!v) {
+    InFlightDiagnostic diag = error();
+    diag << "input #" << i << " ('" << what << "') of " << node.op_type()
+         << " must be a constant integer tensor (qatc needs it at compile "
+            "time to give every tensor a static shape)";
+    if (Value in = input(i)) {
+      if (matchPattern(in, m_Constant()))
+        diag << ", but it is a constant of type " << in.getType();
+      else
+        diag << ", but " << whyNotConstant(in);
+    } else {
+      diag << ", but it is absent";
+    }
+    return failure();
+  }
   return *v;
 }
 
@@ -116,6 +164,49 @@ bool qatc::detail::isReasonableShape(ArrayRef<int64_t> shape) {
     count *= d;
   }
   return true;
+}
+
+/// Largest result (in elements) the importer evaluates at import time: shape
+/// computations and small constants, never weights.
+static constexpr int64_t kMaxEvaluatedElements = 4096;
+
+std::optional<SmallVector<Value>>
+NodeImporter::evaluateConstantOp(Operation *op) {
+  // Q/DQ stay as the model wrote them: the quantization passes read them.
+  if (isa<qatc::onnx::QuantizeLinearOp, qatc::onnx::DequantizeLinearOp,
+          qatc::onnx::UnsupportedOp, qatc::onnx::ConstantOp>(op))
+    return std::nullopt;
+  for (Value r : op->getResults()) {
+    auto type = dyn_cast<RankedTensorType>(r.getType());
+    if (!type || !type.hasStaticShape() ||
+        type.getNumElements() > kMaxEvaluatedElements)
+      return std::nullopt;
+  }
+  SmallVector<ref::Tensor> in;
+  for (Value v : op->getOperands()) {
+    ElementsAttr attr;
+    if (!matchPattern(v, m_Constant(&attr)))
+      return std::nullopt;
+    auto t = ref::constantValues(
+        attr, cast<ShapedType>(v.getType()).getElementType());
+    if (!t)
+      return std::nullopt;
+    in.push_back(std::move(*t));
+  }
+  // An op the evaluator cannot compute here stays an op: silence it.
+  ScopedDiagnosticHandler silence(getContext(),
+                                  [](Diagnostic &) { return success(); });
+  auto out = ref::evaluateOp(op, in);
+  if (failed(out))
+    return std::nullopt;
+  SmallVector<Value> values;
+  for (auto [r, t] : llvm::zip(op->getResults(), *out)) {
+    auto attr = ref::tensorAttr(t, cast<RankedTensorType>(r.getType()));
+    if (!attr)
+      return std::nullopt;
+    values.push_back(constant(attr));
+  }
+  return values;
 }
 
 FailureOr<SmallVector<Value>>
@@ -150,8 +241,15 @@ NodeImporter::buildWithTypes(StringRef opName, ValueRange operands,
       op->getNumResults() == 0)
     return results;
   SmallVector<OpFoldResult> folded;
-  if (failed(op->fold(folded)) || folded.empty())
+  if (failed(op->fold(folded)) || folded.empty()) {
+    if (!allConstant)
+      return results;
+    if (auto evaluated = evaluateConstantOp(op)) {
+      op->erase();
+      return *evaluated;
+    }
     return results;
+  }
   SmallVector<Value> replaced;
   for (auto [result, fr] : llvm::zip(op->getResults(), folded)) {
     if (auto v = dyn_cast<Value>(fr)) {
@@ -235,19 +333,14 @@ qatc::detail::convertGenericAttribute(MLIRContext *ctx,
 // Shared normalization helpers
 //===----------------------------------------------------------------------===//
 
-namespace {
-
-using Handler = LogicalResult (*)(NodeImporter &);
-
-LogicalResult single(NodeImporter &ni, FailureOr<Value> v) {
+LogicalResult qatc::detail::single(NodeImporter &ni, FailureOr<Value> v) {
   if (failed(v))
     return failure();
   ni.results.push_back(*v);
   return success();
 }
 
-/// Requires `count` leading inputs to be present.
-LogicalResult requireInputs(NodeImporter &ni, size_t count) {
+LogicalResult qatc::detail::requireInputs(NodeImporter &ni, size_t count) {
   for (size_t i = 0; i < count; ++i)
     if (!ni.input(i))
       return ni.error() << ni.node.op_type() << " needs input #" << i,
@@ -255,14 +348,44 @@ LogicalResult requireInputs(NodeImporter &ni, size_t count) {
   return success();
 }
 
-/// Normalizes one axis against `rank`, reporting out-of-range values.
-FailureOr<int64_t> normAxis(NodeImporter &ni, int64_t axis, int64_t rank) {
+FailureOr<int64_t> qatc::detail::normAxis(NodeImporter &ni, int64_t axis,
+                                          int64_t rank) {
   if (axis < -rank || axis >= rank)
     return ni.error() << "axis " << axis << " is out of range for rank "
                       << rank,
            failure();
   return axis < 0 ? axis + rank : axis;
 }
+
+FailureOr<std::optional<SmallVector<int64_t>>>
+qatc::detail::readAxes(NodeImporter &ni, int64_t inputSinceOpset,
+                       size_t inputIndex) {
+  if (ni.opset < inputSinceOpset)
+    return ni.intsAttr("axes");
+  if (!ni.input(inputIndex))
+    return std::optional<SmallVector<int64_t>>();
+  auto axes = ni.requireConstInts(inputIndex, "axes");
+  if (failed(axes))
+    return failure();
+  return std::optional<SmallVector<int64_t>>(*axes);
+}
+
+FailureOr<SmallVector<int64_t>>
+qatc::detail::normAxes(NodeImporter &ni, ArrayRef<int64_t> axes, int64_t rank) {
+  SmallVector<int64_t> out;
+  for (int64_t a : axes) {
+    auto n = normAxis(ni, a, rank);
+    if (failed(n))
+      return failure();
+    if (llvm::is_contained(out, *n))
+      return ni.error() << "axis " << a << " appears twice", failure();
+    out.push_back(*n);
+  }
+  llvm::sort(out);
+  return out;
+}
+
+namespace {
 
 /// Resolved window attributes of Conv and pooling ops.
 struct Window {
@@ -322,36 +445,6 @@ FailureOr<Window> readWindow(NodeImporter &ni, ArrayRef<int64_t> spatialIn,
 SmallVector<NamedAttribute> windowAttrs(NodeImporter &ni, const Window &w) {
   return {ni.ints("kernel_shape", w.kernel), ni.ints("strides", w.strides),
           ni.ints("pads", w.pads), ni.ints("dilations", w.dilations)};
-}
-
-/// Reads an `axes` list from an attribute (old opsets) or an optional input
-/// (new opsets); nullopt when absent.
-FailureOr<std::optional<SmallVector<int64_t>>>
-readAxes(NodeImporter &ni, int64_t inputSinceOpset, size_t inputIndex) {
-  if (ni.opset < inputSinceOpset)
-    return ni.intsAttr("axes");
-  if (!ni.input(inputIndex))
-    return std::optional<SmallVector<int64_t>>();
-  auto axes = ni.requireConstInts(inputIndex, "axes");
-  if (failed(axes))
-    return failure();
-  return std::optional<SmallVector<int64_t>>(*axes);
-}
-
-/// Normalizes and sorts axes; rejects duplicates.
-FailureOr<SmallVector<int64_t>> normAxes(NodeImporter &ni,
-                                         ArrayRef<int64_t> axes, int64_t rank) {
-  SmallVector<int64_t> out;
-  for (int64_t a : axes) {
-    auto n = normAxis(ni, a, rank);
-    if (failed(n))
-      return failure();
-    if (llvm::is_contained(out, *n))
-      return ni.error() << "axis " << a << " appears twice", failure();
-    out.push_back(*n);
-  }
-  llvm::sort(out);
-  return out;
 }
 
 /// Checks that a Q/DQ tensor type is int8/uint8 (or int32 for DQ) and says
@@ -451,7 +544,15 @@ constexpr char kRelu[] = "onnx.Relu", kSigmoid[] = "onnx.Sigmoid",
                kGlobalAveragePool[] = "onnx.GlobalAveragePool",
                kGlobalMaxPool[] = "onnx.GlobalMaxPool", kAdd[] = "onnx.Add",
                kSub[] = "onnx.Sub", kMul[] = "onnx.Mul", kDiv[] = "onnx.Div",
-               kPow[] = "onnx.Pow", kMatMul[] = "onnx.MatMul";
+               kPow[] = "onnx.Pow", kMatMul[] = "onnx.MatMul",
+               kFloor[] = "onnx.Floor", kCeil[] = "onnx.Ceil",
+               kRound[] = "onnx.Round", kSign[] = "onnx.Sign",
+               kNot[] = "onnx.Not", kSoftplus[] = "onnx.Softplus",
+               kPRelu[] = "onnx.PRelu", kAnd[] = "onnx.And", kOr[] = "onnx.Or",
+               kXor[] = "onnx.Xor", kEqual[] = "onnx.Equal",
+               kLess[] = "onnx.Less", kLessOrEqual[] = "onnx.LessOrEqual",
+               kGreater[] = "onnx.Greater",
+               kGreaterOrEqual[] = "onnx.GreaterOrEqual";
 
 LogicalResult importIdentity(NodeImporter &ni) {
   if (failed(requireInputs(ni, 1)))
@@ -730,7 +831,9 @@ LogicalResult importClip(NodeImporter &ni) {
   return single(ni, ni.build1("onnx.Clip", {ni.input(0)}, attrs));
 }
 
+/// Softmax and LogSoftmax.
 LogicalResult importSoftmax(NodeImporter &ni) {
+  std::string opName = "onnx." + ni.node.op_type();
   if (failed(requireInputs(ni, 1)))
     return failure();
   Value x = ni.input(0);
@@ -742,8 +845,8 @@ LogicalResult importSoftmax(NodeImporter &ni) {
   if (failed(axis))
     return failure();
   if (ni.opset >= 13 || *axis == rank - 1)
-    return single(ni, ni.build1("onnx.Softmax", {x}, {ni.i64("axis", *axis)}));
-  // Before opset 13, Softmax normalized over the flattened trailing axes
+    return single(ni, ni.build1(opName, {x}, {ni.i64("axis", *axis)}));
+  // Before opset 13, (Log)Softmax normalized over the flattened trailing axes
   // [axis, rank): express that as Reshape -> Softmax -> Reshape.
   int64_t outer = 1, inner = 1;
   for (int64_t i = 0; i < rank; ++i)
@@ -753,7 +856,7 @@ LogicalResult importSoftmax(NodeImporter &ni) {
   auto flat = ni.buildWithTypes("onnx.Reshape", {x}, {}, {flatType});
   if (failed(flat))
     return failure();
-  auto sm = ni.build1("onnx.Softmax", {(*flat)[0]}, {ni.i64("axis", 1)});
+  auto sm = ni.build1(opName, {(*flat)[0]}, {ni.i64("axis", 1)});
   if (failed(sm))
     return failure();
   auto back = ni.buildWithTypes("onnx.Reshape", {*sm}, {}, {x.getType()});
@@ -784,33 +887,6 @@ template <bool IsMax> LogicalResult importPool(NodeImporter &ni) {
   attrs.push_back(
       ni.i64("count_include_pad", ni.intAttr("count_include_pad", 0)));
   return single(ni, ni.build1("onnx.AveragePool", {ni.input(0)}, attrs));
-}
-
-LogicalResult importReduceMean(NodeImporter &ni) {
-  if (failed(requireInputs(ni, 1)))
-    return failure();
-  auto shape = ni.staticShape(ni.input(0), "input data");
-  if (failed(shape))
-    return failure();
-  auto axes = readAxes(ni, 18, 1);
-  if (failed(axes))
-    return failure();
-  int64_t rank = shape->size();
-  SmallVector<int64_t> normalized;
-  if (!*axes || (*axes)->empty()) {
-    if (ni.intAttr("noop_with_empty_axes", 0))
-      return single(ni, ni.build1("onnx.Identity", {ni.input(0)}));
-    for (int64_t i = 0; i < rank; ++i)
-      normalized.push_back(i);
-  } else {
-    auto n = normAxes(ni, **axes, rank);
-    if (failed(n))
-      return failure();
-    normalized = *n;
-  }
-  return single(ni, ni.build1("onnx.ReduceMean", {ni.input(0)},
-                              {ni.ints("axes", normalized),
-                               ni.i64("keepdims", ni.intAttr("keepdims", 1))}));
 }
 
 LogicalResult importConcat(NodeImporter &ni) {
@@ -1255,13 +1331,24 @@ LogicalResult importResize(NodeImporter &ni) {
   } else {
     return ni.error() << "Resize needs constant scales or sizes", failure();
   }
+  // Opset 10 had no nearest_mode: ONNX Runtime reads it as floor when
+  // enlarging and ceil when shrinking (its "simple" mode), as Upsample.
+  std::string nearestMode = ni.stringAttr("nearest_mode", "round_prefer_floor");
+  if (ni.opset < 11 && mode == "nearest") {
+    bool up = llvm::any_of(scales, [](float s) { return s > 1.0f; });
+    bool down = llvm::any_of(scales, [](float s) { return s < 1.0f; });
+    if (up && down)
+      return ni.error() << "opset-10 nearest Resize that enlarges some axes "
+                           "and shrinks others is not supported",
+             failure();
+    nearestMode = down ? "ceil" : "floor";
+  }
   Type elt = cast<ShapedType>(x.getType()).getElementType();
   auto results = ni.buildWithTypes(
       "onnx.Resize", {x},
       {ni.named("scales", ni.builder.getDenseF32ArrayAttr(scales)),
        ni.str("mode", mode), ni.str("coordinate_transformation_mode", coord),
-       ni.str("nearest_mode",
-              ni.stringAttr("nearest_mode", "round_prefer_floor")),
+       ni.str("nearest_mode", nearestMode),
        ni.f32("cubic_coeff_a", ni.floatAttr("cubic_coeff_a", -0.75f)),
        ni.i64("exclude_outside", ni.intAttr("exclude_outside", 0)),
        ni.f32("extrapolation_value",
@@ -1345,54 +1432,95 @@ struct HandlerEntry {
 const HandlerEntry kHandlers[] = {
     {"Abs", importUnary<kAbs>},
     {"Add", importBinary<kAdd>},
+    {"And", importBinary<kAnd>},
+    {"ArgMax", importArgReduce},
+    {"ArgMin", importArgReduce},
     {"AveragePool", importPool<false>},
     {"BatchNormalization", importBatchNorm},
     {"Cast", importCast},
+    {"Ceil", importUnary<kCeil>},
     {"Clip", importClip},
     {"Concat", importConcat},
     {"Constant", importConstant},
     {"ConstantOfShape", importConstantOfShape},
     {"Conv", importConv},
     {"ConvTranspose", importConvTranspose},
+    {"DepthToSpace", importDepthSpace},
     {"DequantizeLinear", importDequantize},
     {"Div", importBinary<kDiv>},
     {"Dropout", importDropout},
+    {"Elu", importElu},
+    {"Equal", importBinary<kEqual>},
     {"Erf", importUnary<kErf>},
     {"Exp", importUnary<kExp>},
+    {"Expand", importExpand},
     {"Flatten", importFlatten},
+    {"Floor", importUnary<kFloor>},
     {"Gather", importGather},
     {"Gemm", importGemm},
     {"GlobalAveragePool", importUnary<kGlobalAveragePool>},
     {"GlobalMaxPool", importUnary<kGlobalMaxPool>},
+    {"Greater", importBinary<kGreater>},
+    {"GreaterOrEqual", importBinary<kGreaterOrEqual>},
     {"HardSigmoid", importHardSigmoid},
     {"HardSwish", importUnary<kHardSwish>},
     {"Identity", importIdentity},
     {"LayerNormalization", importLayerNorm},
     {"LeakyRelu", importLeakyRelu},
+    {"Less", importBinary<kLess>},
+    {"LessOrEqual", importBinary<kLessOrEqual>},
     {"Log", importUnary<kLog>},
+    {"LogSoftmax", importSoftmax},
     {"MatMul", importBinary<kMatMul>},
+    {"Max", importVariadic},
     {"MaxPool", importPool<true>},
+    {"Mean", importVariadic},
+    {"Min", importVariadic},
+    {"Mod", importMod},
     {"Mul", importBinary<kMul>},
     {"Neg", importUnary<kNeg>},
+    {"Not", importUnary<kNot>},
+    {"Or", importBinary<kOr>},
+    {"PRelu", importBinary<kPRelu>},
     {"Pad", importPad},
     {"Pow", importBinary<kPow>},
     {"QuantizeLinear", importQuantize},
+    {"Range", importRange},
     {"Reciprocal", importUnary<kReciprocal>},
-    {"ReduceMean", importReduceMean},
+    {"ReduceL1", importReduce},
+    {"ReduceL2", importReduce},
+    {"ReduceLogSumExp", importReduce},
+    {"ReduceMax", importReduce},
+    {"ReduceMean", importReduce},
+    {"ReduceMin", importReduce},
+    {"ReduceProd", importReduce},
+    {"ReduceSum", importReduce},
+    {"ReduceSumSquare", importReduce},
     {"Relu", importUnary<kRelu>},
     {"Reshape", importReshape},
     {"Resize", importResize},
+    {"Round", importUnary<kRound>},
     {"Shape", importShape},
     {"Sigmoid", importUnary<kSigmoid>},
+    {"Sign", importUnary<kSign>},
+    {"Size", importSize},
     {"Slice", importSlice},
     {"Softmax", importSoftmax},
+    {"Softplus", importUnary<kSoftplus>},
+    {"SpaceToDepth", importDepthSpace},
     {"Split", importSplit},
     {"Sqrt", importUnary<kSqrt>},
     {"Squeeze", importSqueeze},
     {"Sub", importBinary<kSub>},
+    {"Sum", importVariadic},
     {"Tanh", importUnary<kTanh>},
+    {"Tile", importTile},
+    {"TopK", importTopK},
     {"Transpose", importTranspose},
     {"Unsqueeze", importUnsqueeze},
+    {"Upsample", importUpsample},
+    {"Where", importWhere},
+    {"Xor", importBinary<kXor>},
 };
 } // namespace
 

@@ -17,6 +17,8 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/MemoryBuffer.h"
 
+#include "onnx/defs/parser.h"
+
 #include <google/protobuf/io/coded_stream.h>
 
 #include <cstring>
@@ -58,20 +60,6 @@ public:
 
   LogicalResult apply(const QdqPlan &plan) {
     Location fileLoc = makeFileLoc(&ctx, path);
-    int64_t opset = 0;
-    for (const auto &imp : model.opset_import())
-      if (imp.domain().empty() || imp.domain() == "ai.onnx")
-        opset = imp.version();
-    bool perChannel = llvm::any_of(plan.insertions, [](const QdqInsertion &i) {
-      return i.scales.size() > 1;
-    });
-    if (opset < 10 || (perChannel && opset < 13))
-      return emitError(fileLoc)
-             << "uses opset " << opset << "; QuantizeLinear/DequantizeLinear "
-             << (opset < 10 ? "need opset 10"
-                            : "with per-channel scales need "
-                              "opset 13")
-             << " or later (re-export the model with a newer opset)";
     for (const auto &t : graph.initializer()) {
       if (t.data_location() == TP::EXTERNAL)
         return emitError(fileLoc)
@@ -252,7 +240,8 @@ private:
 } // namespace
 
 LogicalResult qatc::applyQdqPlan(MLIRContext &ctx, StringRef path,
-                                 const QdqPlan &plan, llvm::raw_ostream &os) {
+                                 const QdqPlan &plan, llvm::raw_ostream &os,
+                                 int64_t *convertedFrom) {
   Location fileLoc = makeFileLoc(&ctx, path);
   auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
                                             /*RequiresNullTerminator=*/false);
@@ -268,6 +257,13 @@ LogicalResult qatc::applyQdqPlan(MLIRContext &ctx, StringRef path,
     stream.SetTotalBytesLimit(INT32_MAX);
     if (!model.ParseFromCodedStream(&stream))
       return emitError(fileLoc) << "is not a valid ONNX model";
+    // Per-axis Q/DQ needs opset 13: older models are converted first (the
+    // recipe's tensor and node names survive the conversion).
+    int64_t from = 0;
+    if (failed(detail::upgradeOpset(ctx, path, model, kQdqOpset, from)))
+      return failure();
+    if (convertedFrom)
+      *convertedFrom = from < kQdqOpset ? from : 0;
     Writer writer(ctx, path, model);
     if (failed(writer.apply(plan)))
       return failure();
@@ -279,5 +275,43 @@ LogicalResult qatc::applyQdqPlan(MLIRContext &ctx, StringRef path,
     return success();
   } catch (const std::exception &e) {
     return emitError(fileLoc) << "cannot be quantized: " << e.what();
+  }
+}
+
+LogicalResult qatc::upgradeOnnxOpset(MLIRContext &ctx, StringRef data,
+                                     StringRef path, bool isText,
+                                     int64_t targetOpset, bool textOut,
+                                     llvm::raw_ostream &os) {
+  Location fileLoc = makeFileLoc(&ctx, path);
+  try {
+    onnxpb::ModelProto model;
+    if (isText) {
+      std::string source = data.str();
+      auto status = onnxpb::OnnxParser::Parse(model, source.c_str());
+      if (!status.IsOK())
+        return emitError(fileLoc)
+               << "is not valid ONNX text: " << status.ErrorMessage();
+    } else {
+      google::protobuf::io::CodedInputStream stream(
+          reinterpret_cast<const uint8_t *>(data.data()),
+          static_cast<int>(std::min<size_t>(data.size(), INT32_MAX)));
+      stream.SetTotalBytesLimit(INT32_MAX);
+      if (!model.ParseFromCodedStream(&stream))
+        return emitError(fileLoc) << "is not a valid ONNX model";
+    }
+    int64_t from = 0;
+    if (failed(detail::upgradeOpset(ctx, path, model, targetOpset, from)))
+      return failure();
+    if (textOut) {
+      detail::printModelText(model, os);
+      return success();
+    }
+    std::string out;
+    if (!model.SerializeToString(&out))
+      return emitError(fileLoc) << "cannot be serialized (larger than 2 GB?)";
+    os << out;
+    return success();
+  } catch (const std::exception &e) {
+    return emitError(fileLoc) << "cannot be converted: " << e.what();
   }
 }

@@ -15,6 +15,7 @@
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 using namespace mlir;
@@ -71,11 +72,23 @@ template <typename Fn> bool dispatchNumeric(DType type, Fn &&fn) {
   case DType::U8:
     fn(uint8_t());
     return true;
+  case DType::I16:
+    fn(int16_t());
+    return true;
+  case DType::U16:
+    fn(uint16_t());
+    return true;
   case DType::I32:
     fn(int32_t());
     return true;
+  case DType::U32:
+    fn(uint32_t());
+    return true;
   case DType::I64:
     fn(int64_t());
+    return true;
+  case DType::U64:
+    fn(uint64_t());
     return true;
   default:
     return false;
@@ -98,7 +111,9 @@ template <typename T> T wrapSub(T a, T b) {
   return static_cast<T>(static_cast<U>(a) - static_cast<U>(b));
 }
 template <typename T> T wrapMul(T a, T b) {
-  using U = std::make_unsigned_t<T>;
+  // Narrow types would be promoted to (signed) int, which can overflow.
+  using U = std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned,
+                               std::make_unsigned_t<T>>;
   return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
 }
 
@@ -245,6 +260,36 @@ Results qatc::ref::evalUnary(Operation *op, ArrayRef<Tensor> in,
                                                    static_cast<T>(beta)));
         });
       })
+      .Case([&](onnx::FloorOp) {
+        floatOnly([](auto v) { return std::floor(v); });
+      })
+      .Case(
+          [&](onnx::CeilOp) { floatOnly([](auto v) { return std::ceil(v); }); })
+      .Case([&](onnx::RoundOp) {
+        // nearbyint in the default rounding mode: half to even, as ONNX.
+        floatOnly([](auto v) { return std::nearbyint(v); });
+      })
+      .Case([&](onnx::SignOp) {
+        numeric([](auto v) {
+          using T = decltype(v);
+          return static_cast<T>(v > T(0) ? 1 : v < T(0) ? -1 : 0);
+        });
+      })
+      .Case([&](onnx::SoftplusOp) {
+        floatOnly(
+            [](auto v) { return std::log(std::exp(v) + decltype(v)(1)); });
+      })
+      .Case([&](onnx::EluOp o) {
+        double alpha = o.getAlpha().convertToDouble();
+        floatOnly([&](auto v) {
+          using T = decltype(v);
+          return v < T(0) ? static_cast<T>(alpha * (std::exp(v) - T(1))) : v;
+        });
+      })
+      .Case([&](onnx::NotOp) {
+        if (x.dtype() == DType::Bool)
+          result = mapUnary<uint8_t>(x, [](uint8_t v) { return uint8_t(!v); });
+      })
       .Case([&](onnx::ClipOp o) {
         double lo = o.getMin() ? o.getMin()->convertToDouble()
                                : -std::numeric_limits<double>::infinity();
@@ -272,10 +317,106 @@ Results qatc::ref::evalBinary(Operation *op, ArrayRef<Tensor> in,
     b = castTensor(b, a.dtype());
   if (a.dtype() != b.dtype())
     return op->emitOpError("operands have different element types"), failure();
+  if (isa<onnx::EqualOp, onnx::LessOp, onnx::LessOrEqualOp, onnx::GreaterOp,
+          onnx::GreaterOrEqualOp>(op)) {
+    Tensor out(DType::Bool, resultShape(op));
+    auto compare = [&](auto tag) {
+      using T = decltype(tag);
+      llvm::TypeSwitch<Operation *>(op)
+          .Case([&](onnx::EqualOp) {
+            broadcastApply<T, uint8_t>(a, b, out,
+                                       [](T x, T y) { return x == y; });
+          })
+          .Case([&](onnx::LessOp) {
+            broadcastApply<T, uint8_t>(a, b, out,
+                                       [](T x, T y) { return x < y; });
+          })
+          .Case([&](onnx::LessOrEqualOp) {
+            broadcastApply<T, uint8_t>(a, b, out,
+                                       [](T x, T y) { return x <= y; });
+          })
+          .Case([&](onnx::GreaterOp) {
+            broadcastApply<T, uint8_t>(a, b, out,
+                                       [](T x, T y) { return x > y; });
+          })
+          .Case([&](onnx::GreaterOrEqualOp) {
+            broadcastApply<T, uint8_t>(a, b, out,
+                                       [](T x, T y) { return x >= y; });
+          });
+    };
+    if (a.dtype() == DType::Bool)
+      compare(uint8_t());
+    else if (!dispatchNumeric(a.dtype(), compare))
+      return unsupportedType(op, a);
+    return one(std::move(out));
+  }
+  if (isa<onnx::AndOp, onnx::OrOp, onnx::XorOp>(op)) {
+    if (a.dtype() != DType::Bool)
+      return unsupportedType(op, a);
+    Tensor out(DType::Bool, resultShape(op));
+    llvm::TypeSwitch<Operation *>(op)
+        .Case([&](onnx::AndOp) {
+          broadcastApply<uint8_t, uint8_t>(
+              a, b, out, [](uint8_t x, uint8_t y) { return x && y; });
+        })
+        .Case([&](onnx::OrOp) {
+          broadcastApply<uint8_t, uint8_t>(
+              a, b, out, [](uint8_t x, uint8_t y) { return x || y; });
+        })
+        .Case([&](onnx::XorOp) {
+          broadcastApply<uint8_t, uint8_t>(
+              a, b, out, [](uint8_t x, uint8_t y) { return !x != !y; });
+        });
+    return one(std::move(out));
+  }
   Tensor out(a.dtype(), resultShape(op));
   bool ok = dispatchNumeric(a.dtype(), [&](auto tag) {
     using T = decltype(tag);
     llvm::TypeSwitch<Operation *>(op)
+        .Case([&](onnx::MaxOp) {
+          // NaN propagates, as in numpy.maximum and ONNX Runtime.
+          broadcastApply<T, T>(a, b, out, [](T x, T y) {
+            if constexpr (std::is_floating_point_v<T>)
+              if (std::isnan(x) || std::isnan(y))
+                return x + y;
+            return x < y ? y : x;
+          });
+        })
+        .Case([&](onnx::MinOp) {
+          broadcastApply<T, T>(a, b, out, [](T x, T y) {
+            if constexpr (std::is_floating_point_v<T>)
+              if (std::isnan(x) || std::isnan(y))
+                return x + y;
+            return y < x ? y : x;
+          });
+        })
+        .Case([&](onnx::PReluOp) {
+          broadcastApply<T, T>(a, b, out, [](T x, T slope) {
+            if constexpr (std::is_integral_v<T>)
+              return x < T(0) ? wrapMul(slope, x) : x;
+            else
+              return x < T(0) ? slope * x : x;
+          });
+        })
+        .Case([&](onnx::ModOp m) {
+          bool fmod = m.getFmod() != 0;
+          broadcastApply<T, T>(a, b, out, [fmod](T x, T y) {
+            if constexpr (std::is_integral_v<T>) {
+              if (y == 0 || (std::is_signed_v<T> && y == T(-1)))
+                return T(0);
+              T r = static_cast<T>(x % y);
+              // Without fmod the result takes the divisor's sign (Python).
+              if (!fmod && r != 0 && ((r < 0) != (y < 0)))
+                r = static_cast<T>(r + y);
+              return r;
+            } else {
+              T r = std::fmod(x, y);
+              if (!fmod && r != 0 && ((r < 0) != (y < 0)))
+                r += y;
+              return r;
+            }
+          });
+        })
         .Case([&](onnx::AddOp) {
           broadcastApply<T, T>(a, b, out, [](T x, T y) {
             if constexpr (std::is_integral_v<T>)
@@ -358,6 +499,78 @@ Results qatc::ref::evalSoftmax(onnx::SoftmaxOp op, ArrayRef<Tensor> in,
           d[k * inner] = static_cast<T>(d[k * inner] / sum);
       }
   });
+  return one(std::move(out));
+}
+
+Results qatc::ref::evalLogSoftmax(onnx::LogSoftmaxOp op, ArrayRef<Tensor> in,
+                                  const KernelContext &ctx) {
+  const Tensor &x = in[0];
+  if (!isFloat(x.dtype()))
+    return unsupportedType(op, x);
+  int64_t axis = static_cast<int64_t>(op.getAxis());
+  if (axis < 0)
+    axis += x.rank();
+  int64_t outer, n, inner;
+  splitAround(x.shape(), axis, outer, n, inner);
+  Tensor out(x.dtype(), x.shape());
+  dispatchFloat(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T *src = x.data<T>();
+    T *dst = out.mutableData<T>();
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i = 0; i < inner; ++i) {
+        const T *s = src + o * n * inner + i;
+        T *d = dst + o * n * inner + i;
+        T mx = s[0];
+        for (int64_t k = 1; k < n; ++k)
+          mx = std::max(mx, s[k * inner]);
+        double sum = 0;
+        for (int64_t k = 0; k < n; ++k)
+          sum += std::exp(s[k * inner] - mx);
+        T logSum = static_cast<T>(std::log(sum));
+        for (int64_t k = 0; k < n; ++k)
+          d[k * inner] = s[k * inner] - mx - logSum;
+      }
+  });
+  return one(std::move(out));
+}
+
+Results qatc::ref::evalWhere(onnx::WhereOp op, ArrayRef<Tensor> in,
+                             const KernelContext &ctx) {
+  const Tensor &c = in[0], &x = in[1], &y = in[2];
+  ArrayRef<int64_t> os = resultShape(op);
+  size_t rank = os.size();
+  // Element strides of each operand over the result (0 where broadcast).
+  auto stridesOver = [&](const Tensor &t) {
+    SmallVector<int64_t, 6> s(rank, 0);
+    auto st = stridesOf(t.shape());
+    size_t off = rank - t.shape().size();
+    for (size_t d = 0; d < t.shape().size(); ++d)
+      s[d + off] = t.shape()[d] == 1 ? 0 : st[d];
+    return s;
+  };
+  auto sc = stridesOver(c), sx = stridesOver(x), sy = stridesOver(y);
+  Tensor out(x.dtype(), os);
+  size_t width = dtypeSize(x.dtype());
+  const uint8_t *pc = c.data<uint8_t>();
+  const char *px = x.bytes(), *py = y.bytes();
+  char *po = out.mutableData<char>();
+  SmallVector<int64_t, 6> idx(rank, 0);
+  for (int64_t i = 0, n = out.numElements(); i < n; ++i) {
+    int64_t ic = 0, ix = 0, iy = 0;
+    for (size_t d = 0; d < rank; ++d) {
+      ic += idx[d] * sc[d];
+      ix += idx[d] * sx[d];
+      iy += idx[d] * sy[d];
+    }
+    std::memcpy(po + i * width, pc[ic] ? px + ix * width : py + iy * width,
+                width);
+    for (size_t d = rank; d-- > 0;) {
+      if (++idx[d] < os[d])
+        break;
+      idx[d] = 0;
+    }
+  }
   return one(std::move(out));
 }
 
@@ -444,14 +657,16 @@ Results qatc::ref::evalLayerNorm(onnx::LayerNormalizationOp op,
   return one(std::move(out));
 }
 
-Results qatc::ref::evalReduceMean(onnx::ReduceMeanOp op, ArrayRef<Tensor> in,
-                                  const KernelContext &ctx) {
+Results qatc::ref::evalReduce(Operation *op, ArrayRef<Tensor> in,
+                              const KernelContext &ctx) {
   const Tensor &x = in[0];
-  if (!isFloat(x.dtype()))
+  bool isInt = x.dtype() == DType::I64 || x.dtype() == DType::I32;
+  if (!isFloat(x.dtype()) && !isInt)
     return unsupportedType(op, x);
+  auto axes = op->getAttrOfType<DenseI64ArrayAttr>("axes").asArrayRef();
   int64_t rank = x.rank();
-  SmallVector<bool> reduced(rank, op.getAxes().empty());
-  for (int64_t a : op.getAxes())
+  SmallVector<bool> reduced(rank, axes.empty());
+  for (int64_t a : axes)
     reduced[a < 0 ? a + rank : a] = true;
   // Output index of each input element: strides of the kept dimensions.
   SmallVector<int64_t> keptShape;
@@ -461,31 +676,203 @@ Results qatc::ref::evalReduceMean(onnx::ReduceMeanOp op, ArrayRef<Tensor> in,
   int64_t outCount = 1;
   for (int64_t d : keptShape)
     outCount *= d;
-  std::vector<double> sums(outCount, 0.0);
   int64_t count = outCount ? x.numElements() / outCount : 0;
-  Tensor out(x.dtype(), resultShape(op));
-  dispatchFloat(x.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    const T *src = x.data<T>();
+  // Accumulate in double (int64 for integer sums and products), then finish.
+  enum Kind { Sum, Mean, Max, Min, Prod, L1, L2, SumSquare, LogSumExp };
+  Kind kind = llvm::TypeSwitch<Operation *, Kind>(op)
+                  .Case([](onnx::ReduceMeanOp) { return Mean; })
+                  .Case([](onnx::ReduceMaxOp) { return Max; })
+                  .Case([](onnx::ReduceMinOp) { return Min; })
+                  .Case([](onnx::ReduceProdOp) { return Prod; })
+                  .Case([](onnx::ReduceL1Op) { return L1; })
+                  .Case([](onnx::ReduceL2Op) { return L2; })
+                  .Case([](onnx::ReduceSumSquareOp) { return SumSquare; })
+                  .Case([](onnx::ReduceLogSumExpOp) { return LogSumExp; })
+                  .Default([](Operation *) { return Sum; });
+  double init = kind == Max    ? -std::numeric_limits<double>::infinity()
+                : kind == Min  ? std::numeric_limits<double>::infinity()
+                : kind == Prod ? 1.0
+                               : 0.0;
+  std::vector<double> acc(outCount, init);
+  std::vector<int64_t> iacc(outCount, kind == Prod ? 1 : 0);
+  bool intExact = isInt && (kind == Sum || kind == Prod);
+  // LogSumExp subtracts the maximum first (as ONNX Runtime) to stay finite.
+  std::vector<double> shift(outCount, 0.0);
+  auto visit = [&](auto &&fn) {
     SmallVector<int64_t> idx(rank, 0);
     for (int64_t i = 0, n = x.numElements(); i < n; ++i) {
       int64_t o = 0;
       for (int64_t d = 0; d < rank; ++d)
         if (!reduced[d])
           o += idx[d] * outStrides[d];
-      sums[o] += src[i];
+      fn(i, o);
       for (int64_t d = rank - 1; d >= 0; --d) {
         if (++idx[d] < x.dim(d))
           break;
         idx[d] = 0;
       }
     }
-    T *dst = out.mutableData<T>();
-    for (int64_t o = 0; o < outCount; ++o)
-      dst[o] = static_cast<T>(count ? sums[o] / count
-                                    : std::numeric_limits<double>::quiet_NaN());
+  };
+  auto valueAt = [&](int64_t i) -> double {
+    switch (x.dtype()) {
+    case DType::F32:
+      return x.data<float>()[i];
+    case DType::F64:
+      return x.data<double>()[i];
+    case DType::I32:
+      return x.data<int32_t>()[i];
+    default:
+      return static_cast<double>(x.data<int64_t>()[i]);
+    }
+  };
+  auto intAt = [&](int64_t i) -> int64_t {
+    return x.dtype() == DType::I32 ? x.data<int32_t>()[i]
+                                   : x.data<int64_t>()[i];
+  };
+  if (kind == LogSumExp) {
+    std::fill(shift.begin(), shift.end(),
+              -std::numeric_limits<double>::infinity());
+    visit([&](int64_t i, int64_t o) {
+      shift[o] = std::max(shift[o], valueAt(i));
+    });
+    for (double &s : shift)
+      if (!std::isfinite(s))
+        s = 0;
+  }
+  visit([&](int64_t i, int64_t o) {
+    if (intExact) {
+      int64_t v = intAt(i);
+      iacc[o] = kind == Sum ? wrapAdd(iacc[o], v) : wrapMul(iacc[o], v);
+      return;
+    }
+    double v = valueAt(i);
+    switch (kind) {
+    case Max:
+      acc[o] = std::isnan(v) || v > acc[o] ? v : acc[o];
+      break;
+    case Min:
+      acc[o] = std::isnan(v) || v < acc[o] ? v : acc[o];
+      break;
+    case Prod:
+      acc[o] *= v;
+      break;
+    case L1:
+      acc[o] += std::abs(v);
+      break;
+    case L2:
+    case SumSquare:
+      acc[o] += v * v;
+      break;
+    case LogSumExp:
+      acc[o] += std::exp(v - shift[o]);
+      break;
+    default:
+      acc[o] += v;
+    }
   });
+  Tensor out(x.dtype(), resultShape(op));
+  for (int64_t o = 0; o < outCount; ++o) {
+    double r = acc[o];
+    if (kind == Mean)
+      r = count ? r / count : std::numeric_limits<double>::quiet_NaN();
+    else if (kind == L2)
+      r = std::sqrt(r);
+    else if (kind == LogSumExp)
+      r = std::log(r) + shift[o];
+    switch (x.dtype()) {
+    case DType::F32:
+      out.mutableData<float>()[o] = static_cast<float>(r);
+      break;
+    case DType::F64:
+      out.mutableData<double>()[o] = r;
+      break;
+    case DType::I32:
+      out.mutableData<int32_t>()[o] =
+          intExact ? static_cast<int32_t>(iacc[o]) : static_cast<int32_t>(r);
+      break;
+    default:
+      out.mutableData<int64_t>()[o] =
+          intExact ? iacc[o] : static_cast<int64_t>(r);
+    }
+  }
   return one(std::move(out));
+}
+
+Results qatc::ref::evalArgReduce(Operation *op, ArrayRef<Tensor> in,
+                                 const KernelContext &ctx) {
+  const Tensor &x = in[0];
+  bool isMax = isa<onnx::ArgMaxOp>(op);
+  int64_t axis = op->getAttrOfType<IntegerAttr>("axis").getInt();
+  bool last = op->getAttrOfType<IntegerAttr>("select_last_index") &&
+              op->getAttrOfType<IntegerAttr>("select_last_index").getInt();
+  if (axis < 0)
+    axis += x.rank();
+  int64_t outer, n, inner;
+  splitAround(x.shape(), axis, outer, n, inner);
+  Tensor out(DType::I64, resultShape(op));
+  int64_t *dst = out.mutableData<int64_t>();
+  bool ok = dispatchNumeric(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T *src = x.data<T>();
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i = 0; i < inner; ++i) {
+        const T *s = src + o * n * inner + i;
+        int64_t best = 0;
+        for (int64_t k = 1; k < n; ++k) {
+          T v = s[k * inner], b = s[best * inner];
+          bool better =
+              isMax ? (v > b || (last && v == b)) : (v < b || (last && v == b));
+          if (better)
+            best = k;
+        }
+        dst[o * inner + i] = best;
+      }
+  });
+  if (!ok)
+    return unsupportedType(op, x);
+  return one(std::move(out));
+}
+
+Results qatc::ref::evalTopK(onnx::TopKOp op, ArrayRef<Tensor> in,
+                            const KernelContext &ctx) {
+  const Tensor &x = in[0];
+  int64_t axis = static_cast<int64_t>(op.getAxis());
+  if (axis < 0)
+    axis += x.rank();
+  int64_t k = static_cast<int64_t>(op.getK());
+  bool largest = op.getLargest() != 0;
+  int64_t outer, n, inner;
+  splitAround(x.shape(), axis, outer, n, inner);
+  Tensor values(x.dtype(), resultShape(op, 0));
+  Tensor indices(DType::I64, resultShape(op, 1));
+  bool ok = dispatchNumeric(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T *src = x.data<T>();
+    T *vd = values.mutableData<T>();
+    int64_t *id = indices.mutableData<int64_t>();
+    std::vector<int64_t> order(n);
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i = 0; i < inner; ++i) {
+        const T *s = src + o * n * inner + i;
+        for (int64_t j = 0; j < n; ++j)
+          order[j] = j;
+        // Ties keep the lower index first, as ONNX specifies.
+        std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+          return largest ? s[a * inner] > s[b * inner]
+                         : s[a * inner] < s[b * inner];
+        });
+        for (int64_t j = 0; j < k; ++j) {
+          vd[(o * k + j) * inner + i] = s[order[j] * inner];
+          id[(o * k + j) * inner + i] = order[j];
+        }
+      }
+  });
+  if (!ok)
+    return unsupportedType(op, x);
+  SmallVector<Tensor, 1> r;
+  r.push_back(std::move(values));
+  r.push_back(std::move(indices));
+  return r;
 }
 
 namespace {

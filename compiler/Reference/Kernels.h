@@ -54,8 +54,18 @@ Results evalBatchNorm(qatc::onnx::BatchNormalizationOp op,
                       llvm::ArrayRef<Tensor> in, const KernelContext &ctx);
 Results evalLayerNorm(qatc::onnx::LayerNormalizationOp op,
                       llvm::ArrayRef<Tensor> in, const KernelContext &ctx);
-Results evalReduceMean(qatc::onnx::ReduceMeanOp op, llvm::ArrayRef<Tensor> in,
+Results evalLogSoftmax(qatc::onnx::LogSoftmaxOp op, llvm::ArrayRef<Tensor> in,
                        const KernelContext &ctx);
+Results evalWhere(qatc::onnx::WhereOp op, llvm::ArrayRef<Tensor> in,
+                  const KernelContext &ctx);
+/// Every Reduce* op (float, or int32/int64 for the integer ones).
+Results evalReduce(mlir::Operation *op, llvm::ArrayRef<Tensor> in,
+                   const KernelContext &ctx);
+/// ArgMax / ArgMin.
+Results evalArgReduce(mlir::Operation *op, llvm::ArrayRef<Tensor> in,
+                      const KernelContext &ctx);
+Results evalTopK(qatc::onnx::TopKOp op, llvm::ArrayRef<Tensor> in,
+                 const KernelContext &ctx);
 Results evalQuantize(qatc::onnx::QuantizeLinearOp op, llvm::ArrayRef<Tensor> in,
                      const KernelContext &ctx);
 Results evalDequantize(qatc::onnx::DequantizeLinearOp op,
@@ -111,6 +121,13 @@ Results evalPad(qatc::onnx::PadOp op, llvm::ArrayRef<Tensor> in,
                 const KernelContext &ctx);
 Results evalResize(qatc::onnx::ResizeOp op, llvm::ArrayRef<Tensor> in,
                    const KernelContext &ctx);
+Results evalExpand(qatc::onnx::ExpandOp op, llvm::ArrayRef<Tensor> in,
+                   const KernelContext &ctx);
+Results evalTile(qatc::onnx::TileOp op, llvm::ArrayRef<Tensor> in,
+                 const KernelContext &ctx);
+/// DepthToSpace and SpaceToDepth (a reshape-transpose-reshape each).
+Results evalDepthSpace(mlir::Operation *op, llvm::ArrayRef<Tensor> in,
+                       const KernelContext &ctx);
 
 /// A single-result success.
 inline Results one(Tensor t) {

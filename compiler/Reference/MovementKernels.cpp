@@ -359,3 +359,89 @@ Results qatc::ref::evalResize(onnx::ResizeOp op, ArrayRef<Tensor> in,
   }
   return one(std::move(cur));
 }
+
+namespace {
+
+/// out[idx] = x[sum(idx[d] * srcStride[d])] over `shape` (element strides
+/// of x; 0 broadcasts).
+Tensor stridedCopy(const Tensor &x, ArrayRef<int64_t> shape,
+                   ArrayRef<int64_t> srcStride) {
+  Tensor out(x.dtype(), shape);
+  size_t elt = dtypeSize(x.dtype());
+  int64_t rank = static_cast<int64_t>(shape.size());
+  SmallVector<int64_t> idx(rank, 0);
+  char *dst = out.mutableData<char>();
+  int64_t src = 0;
+  for (int64_t i = 0, n = out.numElements(); i < n; ++i) {
+    std::memcpy(dst + i * elt, x.bytes() + src * elt, elt);
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      if (++idx[d] < shape[d]) {
+        src += srcStride[d];
+        break;
+      }
+      src -= srcStride[d] * (shape[d] - 1);
+      idx[d] = 0;
+    }
+  }
+  return out;
+}
+
+/// `x` viewed as `shape` (row-major), permuted by `perm`, as a tensor of
+/// `outShape`.
+Tensor permuted(const Tensor &x, ArrayRef<int64_t> shape,
+                ArrayRef<int64_t> perm, ArrayRef<int64_t> outShape) {
+  auto strides = stridesOf(shape);
+  SmallVector<int64_t> pshape, pstride;
+  for (int64_t p : perm) {
+    pshape.push_back(shape[p]);
+    pstride.push_back(strides[p]);
+  }
+  return stridedCopy(x, pshape, pstride).reshaped(outShape);
+}
+
+} // namespace
+
+Results qatc::ref::evalExpand(onnx::ExpandOp op, ArrayRef<Tensor> in,
+                              const KernelContext &) {
+  const Tensor &x = in[0];
+  ArrayRef<int64_t> shape = resultShape(op);
+  size_t rank = shape.size(), off = rank - x.rank();
+  auto strides = stridesOf(x.shape());
+  SmallVector<int64_t> src(rank, 0);
+  for (size_t d = 0; d < static_cast<size_t>(x.rank()); ++d)
+    src[d + off] = x.dim(d) == 1 ? 0 : strides[d];
+  return one(stridedCopy(x, shape, src));
+}
+
+Results qatc::ref::evalTile(onnx::TileOp op, ArrayRef<Tensor> in,
+                            const KernelContext &) {
+  // Tile is a broadcast over [r0, d0, r1, d1, ...] (the repeat outside each
+  // dimension), then a reshape.
+  const Tensor &x = in[0];
+  auto strides = stridesOf(x.shape());
+  SmallVector<int64_t> shape, src;
+  for (int64_t d = 0; d < x.rank(); ++d) {
+    shape.push_back(op.getRepeats()[d]);
+    src.push_back(0);
+    shape.push_back(x.dim(d));
+    src.push_back(strides[d]);
+  }
+  return one(stridedCopy(x, shape, src).reshaped(resultShape(op)));
+}
+
+Results qatc::ref::evalDepthSpace(Operation *op, ArrayRef<Tensor> in,
+                                  const KernelContext &) {
+  const Tensor &x = in[0];
+  int64_t b = op->getAttrOfType<IntegerAttr>("blocksize").getInt();
+  int64_t n = x.dim(0), c = x.dim(1), h = x.dim(2), w = x.dim(3);
+  if (auto d2s = dyn_cast<onnx::DepthToSpaceOp>(op)) {
+    int64_t oc = c / (b * b);
+    if (d2s.getMode() == "DCR")
+      return one(permuted(x, {n, b, b, oc, h, w}, {0, 3, 4, 1, 5, 2},
+                          resultShape(op)));
+    return one(
+        permuted(x, {n, oc, b, b, h, w}, {0, 1, 4, 2, 5, 3}, resultShape(op)));
+  }
+  return one(permuted(x, {n, c, h / b, b, w / b, b}, {0, 3, 5, 1, 2, 4},
+                      resultShape(op)));
+}

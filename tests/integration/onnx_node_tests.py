@@ -30,6 +30,10 @@ PARAM_INPUTS = {
     "Reshape": [1], "Pad": [1, 2, 3], "Resize": [1, 2, 3], "Clip": [1, 2],
     "Slice": [1, 2, 3, 4], "Split": [1], "Squeeze": [1], "Unsqueeze": [1],
     "ReduceMean": [1], "ConstantOfShape": [0], "Dropout": [1, 2],
+    "ReduceSum": [1], "ReduceMax": [1], "ReduceMin": [1], "ReduceProd": [1],
+    "ReduceL1": [1], "ReduceL2": [1], "ReduceSumSquare": [1],
+    "ReduceLogSumExp": [1], "Tile": [1], "TopK": [1], "Expand": [1],
+    "Range": [0, 1, 2], "Upsample": [1],
 }
 
 

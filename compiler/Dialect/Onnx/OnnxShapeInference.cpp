@@ -536,17 +536,18 @@ LogicalResult GlobalMaxPoolOp::inferReturnTypes(MLIRContext *,
   return inferGlobalPool(loc, adaptor.getX(), types);
 }
 
-LogicalResult ReduceMeanOp::inferReturnTypes(MLIRContext *,
-                                             std::optional<Location> loc,
-                                             Adaptor adaptor,
-                                             SmallVectorImpl<Type> &types) {
-  Type elt = elementTypeOf(adaptor.getData());
-  auto shape = shapeOf(adaptor.getData());
-  if (!shape)
+LogicalResult qatc::onnx::inferReduceType(std::optional<Location> loc,
+                                          Type input, ArrayRef<int64_t> axes,
+                                          int64_t keepdims,
+                                          SmallVectorImpl<Type> &types) {
+  auto type = cast<ShapedType>(input);
+  Type elt = type.getElementType();
+  if (!type.hasRank())
     return unranked(elt, types);
-  auto rank = static_cast<int64_t>(shape->size());
-  SmallVector<bool> reduced(rank, adaptor.getAxes().empty());
-  for (int64_t axis : adaptor.getAxes()) {
+  ArrayRef<int64_t> shape = type.getShape();
+  auto rank = static_cast<int64_t>(shape.size());
+  SmallVector<bool> reduced(rank, axes.empty());
+  for (int64_t axis : axes) {
     auto a = normalizeAxis(loc, axis, rank);
     if (failed(a))
       return failure();
@@ -555,11 +556,102 @@ LogicalResult ReduceMeanOp::inferReturnTypes(MLIRContext *,
   SmallVector<int64_t> out;
   for (int64_t i = 0; i < rank; ++i) {
     if (!reduced[i])
-      out.push_back((*shape)[i]);
-    else if (adaptor.getKeepdims())
+      out.push_back(shape[i]);
+    else if (keepdims)
       out.push_back(1);
   }
   types.push_back(RankedTensorType::get(out, elt));
+  return success();
+}
+
+/// ArgMax / ArgMin: int64 indices with `axis` reduced.
+template <typename Adaptor>
+LogicalResult inferArgReduce(MLIRContext *ctx, std::optional<Location> loc,
+                             Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  Type i64 = IntegerType::get(ctx, 64);
+  auto shape = shapeOf(adaptor.getData());
+  if (!shape)
+    return unranked(i64, types);
+  auto rank = static_cast<int64_t>(shape->size());
+  auto axis = normalizeAxis(loc, static_cast<int64_t>(adaptor.getAxis()), rank);
+  if (failed(axis))
+    return failure();
+  SmallVector<int64_t> out;
+  for (int64_t i = 0; i < rank; ++i)
+    if (i != *axis)
+      out.push_back((*shape)[i]);
+    else if (adaptor.getKeepdims())
+      out.push_back(1);
+  types.push_back(RankedTensorType::get(out, i64));
+  return success();
+}
+
+LogicalResult ArgMaxOp::inferReturnTypes(MLIRContext *ctx,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  return inferArgReduce(ctx, loc, adaptor, types);
+}
+
+LogicalResult ArgMinOp::inferReturnTypes(MLIRContext *ctx,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  return inferArgReduce(ctx, loc, adaptor, types);
+}
+
+LogicalResult TopKOp::inferReturnTypes(MLIRContext *ctx,
+                                       std::optional<Location> loc,
+                                       Adaptor adaptor,
+                                       SmallVectorImpl<Type> &types) {
+  Type elt = elementTypeOf(adaptor.getX());
+  Type i64 = IntegerType::get(ctx, 64);
+  auto shape = shapeOf(adaptor.getX());
+  if (!shape) {
+    types.push_back(UnrankedTensorType::get(elt));
+    return unranked(i64, types);
+  }
+  auto rank = static_cast<int64_t>(shape->size());
+  auto axis = normalizeAxis(loc, static_cast<int64_t>(adaptor.getAxis()), rank);
+  if (failed(axis))
+    return failure();
+  int64_t k = static_cast<int64_t>(adaptor.getK());
+  if (k < 0 || k > (*shape)[*axis])
+    return fail(loc, "TopK k = ", k, " is out of range for an axis of size ",
+                (*shape)[*axis]);
+  SmallVector<int64_t> out(*shape);
+  out[*axis] = k;
+  types.push_back(RankedTensorType::get(out, elt));
+  types.push_back(RankedTensorType::get(out, i64));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Selection
+//===----------------------------------------------------------------------===//
+
+LogicalResult WhereOp::inferReturnTypes(MLIRContext *,
+                                        std::optional<Location> loc,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &types) {
+  Type elt = elementTypeOf(adaptor.getX());
+  if (elementTypeOf(adaptor.getY()) != elt)
+    return fail(loc, "Where operands have different element types: ", elt,
+                " vs ", elementTypeOf(adaptor.getY()));
+  if (!elementTypeOf(adaptor.getCondition()).isInteger(1))
+    return fail(loc, "Where condition must be bool");
+  auto c = shapeOf(adaptor.getCondition()), x = shapeOf(adaptor.getX()),
+       y = shapeOf(adaptor.getY());
+  if (!c || !x || !y)
+    return unranked(elt, types);
+  auto xy = broadcastShapes(*x, *y);
+  FailureOr<SmallVector<int64_t>> all = failure();
+  if (succeeded(xy))
+    all = broadcastShapes(*c, *xy);
+  if (failed(all))
+    return fail(loc, "Where shapes ", shapeStr(*c), ", ", shapeStr(*x), " and ",
+                shapeStr(*y), " are not broadcastable");
+  types.push_back(RankedTensorType::get(*all, elt));
   return success();
 }
 
@@ -810,5 +902,70 @@ LogicalResult PadOp::inferReturnTypes(MLIRContext *,
     out.push_back(size);
   }
   types.push_back(RankedTensorType::get(out, elt));
+  return success();
+}
+
+LogicalResult TileOp::inferReturnTypes(MLIRContext *,
+                                       std::optional<Location> loc,
+                                       Adaptor adaptor,
+                                       SmallVectorImpl<Type> &types) {
+  Type elt = elementTypeOf(adaptor.getInput());
+  auto shape = shapeOf(adaptor.getInput());
+  if (!shape)
+    return unranked(elt, types);
+  ArrayRef<int64_t> repeats = adaptor.getRepeats();
+  if (repeats.size() != shape->size())
+    return fail(loc, "Tile has ", repeats.size(),
+                " repeats for an input of rank ", shape->size());
+  SmallVector<int64_t> out;
+  for (auto [d, r] : llvm::zip(*shape, repeats)) {
+    if (r < 0 || r > kMaxDim)
+      return fail(loc, "Tile repeat ", r, " is out of range");
+    out.push_back(d * r);
+  }
+  types.push_back(RankedTensorType::get(out, elt));
+  return success();
+}
+
+LogicalResult DepthToSpaceOp::inferReturnTypes(MLIRContext *,
+                                               std::optional<Location> loc,
+                                               Adaptor adaptor,
+                                               SmallVectorImpl<Type> &types) {
+  Type elt = elementTypeOf(adaptor.getInput());
+  auto shape = shapeOf(adaptor.getInput());
+  if (!shape)
+    return unranked(elt, types);
+  int64_t b = static_cast<int64_t>(adaptor.getBlocksize());
+  if (shape->size() != 4)
+    return fail(loc, "DepthToSpace needs a rank-4 input");
+  if (b <= 0 || b > kMaxDim || (*shape)[1] % (b * b) != 0)
+    return fail(loc, "DepthToSpace: ", (*shape)[1],
+                " channels do not split into blocks of ", b, "x", b);
+  StringRef mode = adaptor.getMode();
+  if (mode != "DCR" && mode != "CRD")
+    return fail(loc, "DepthToSpace mode '", mode, "' is not DCR or CRD");
+  types.push_back(RankedTensorType::get(
+      {(*shape)[0], (*shape)[1] / (b * b), (*shape)[2] * b, (*shape)[3] * b},
+      elt));
+  return success();
+}
+
+LogicalResult SpaceToDepthOp::inferReturnTypes(MLIRContext *,
+                                               std::optional<Location> loc,
+                                               Adaptor adaptor,
+                                               SmallVectorImpl<Type> &types) {
+  Type elt = elementTypeOf(adaptor.getInput());
+  auto shape = shapeOf(adaptor.getInput());
+  if (!shape)
+    return unranked(elt, types);
+  int64_t b = static_cast<int64_t>(adaptor.getBlocksize());
+  if (shape->size() != 4)
+    return fail(loc, "SpaceToDepth needs a rank-4 input");
+  if (b <= 0 || b > kMaxDim || (*shape)[2] % b != 0 || (*shape)[3] % b != 0)
+    return fail(loc, "SpaceToDepth: spatial size ", (*shape)[2], "x",
+                (*shape)[3], " does not split into blocks of ", b);
+  types.push_back(RankedTensorType::get(
+      {(*shape)[0], (*shape)[1] * b * b, (*shape)[2] / b, (*shape)[3] / b},
+      elt));
   return success();
 }

@@ -64,12 +64,34 @@ LogicalResult CastOp::verify() {
   return success();
 }
 
-LogicalResult SoftmaxOp::verify() {
-  auto type = dyn_cast<RankedTensorType>(getX().getType());
-  int64_t axis = static_cast<int64_t>(getAxis());
+/// Softmax and LogSoftmax: the axis must exist.
+static LogicalResult verifySoftmaxAxis(Operation *op, Value x, int64_t axis) {
+  auto type = dyn_cast<RankedTensorType>(x.getType());
   if (type && (axis < -type.getRank() || axis >= type.getRank()))
-    return emitOpError("axis ")
+    return op->emitOpError("axis ")
            << axis << " is out of range for rank " << type.getRank();
+  return success();
+}
+
+LogicalResult SoftmaxOp::verify() {
+  return verifySoftmaxAxis(*this, getX(), static_cast<int64_t>(getAxis()));
+}
+
+LogicalResult LogSoftmaxOp::verify() {
+  return verifySoftmaxAxis(*this, getX(), static_cast<int64_t>(getAxis()));
+}
+
+LogicalResult ExpandOp::verify() {
+  auto in = cast<ShapedType>(getInput().getType());
+  auto out = cast<ShapedType>(getOutput().getType());
+  if (in.getElementType() != out.getElementType())
+    return emitOpError("changes the element type");
+  if (in.hasRank() && out.hasRank()) {
+    auto shape = broadcastShapes(in.getShape(), out.getShape());
+    if (failed(shape) || ArrayRef<int64_t>(*shape) != out.getShape())
+      return emitOpError("cannot broadcast ")
+             << in << " to the result type " << out;
+  }
   return success();
 }
 

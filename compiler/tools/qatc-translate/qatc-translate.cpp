@@ -11,6 +11,7 @@
 #include "qatc/Frontend/ImportCLOptions.h"
 #include "qatc/Frontend/OnnxExporter.h"
 #include "qatc/Frontend/OnnxImporter.h"
+#include "qatc/Frontend/QdqPlan.h"
 #include "qatc/Support/Locations.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -55,7 +56,26 @@ static OwningOpRef<Operation *> importOnnx(llvm::SourceMgr &sourceMgr,
   return OwningOpRef<Operation *>(module.release());
 }
 
+/// `--upgrade-onnx-opset`: the opset conversion `qatc quantize` applies,
+/// printed as ONNX text.
+static LogicalResult upgradeOnnx(const std::shared_ptr<llvm::SourceMgr> &mgr,
+                                 llvm::raw_ostream &os, MLIRContext *ctx) {
+  const llvm::MemoryBuffer *buffer = mgr->getMemoryBuffer(mgr->getMainFileID());
+  llvm::StringRef name = buffer->getBufferIdentifier();
+  qatc::OnnxDiagnosticHandler handler(ctx, llvm::errs());
+  bool isText =
+      name.ends_with(".onnxtext") || name.ends_with(".onnxtxt") ||
+      (!name.ends_with(".onnx") && looksLikeText(buffer->getBuffer()));
+  return qatc::upgradeOnnxOpset(*ctx, buffer->getBuffer(), name, isText,
+                                qatc::kQdqOpset, /*textOut=*/true, os);
+}
+
 int main(int argc, char **argv) {
+  TranslateRegistration upgradeReg(
+      "upgrade-onnx-opset",
+      "convert an opset 7-12 ONNX model to opset 13 as qatc quantize does "
+      "(prints ONNX text)",
+      upgradeOnnx);
   TranslateToMLIRRegistration importReg(
       "import-onnx", "import an ONNX model (binary or text)", importOnnx);
   auto registerDialects = [](DialectRegistry &registry) {

@@ -178,7 +178,7 @@ public:
     if (it != modules.end())
       return it->second.get();
     OwningOpRef<ModuleOp> module;
-    if (shapes.empty() && first) {
+    if (shapes.empty() && first && !firstIsSignature) {
       module = std::move(first);
     } else {
       module = loadModel(ctx, modelPath, importOptions, "eval",
@@ -201,7 +201,10 @@ public:
     return result;
   }
 
+  /// The model as first read: its signature only, when it is ONNX (the
+  /// graph may not import until the data gives the dynamic sizes).
   OwningOpRef<ModuleOp> first;
+  bool firstIsSignature = false;
   func::FuncOp firstFunc;
   std::vector<std::string> names;
 
@@ -225,8 +228,13 @@ int qatc::driver::runEval() {
   // Dynamic dimensions take their sizes from the data, so no warning about
   // setting them to 1.
   ChunkedEvaluator chunks(ctx);
-  chunks.first = loadModel(ctx, modelPath, importOptions, "eval",
-                           [](ImportOptions &o) { o.quietDynamicDims = true; });
+  chunks.firstIsSignature = !StringRef(modelPath).ends_with(".mlir") &&
+                            !StringRef(modelPath).ends_with(".mlirbc");
+  chunks.first =
+      loadModel(ctx, modelPath, importOptions, "eval", [](ImportOptions &o) {
+        o.quietDynamicDims = true;
+        o.signatureOnly = true;
+      });
   if (!chunks.first)
     return 1;
   chunks.firstFunc = getMainFunction(*chunks.first);

@@ -239,23 +239,24 @@ int qatc::driver::runQuantize() {
   OnnxDiagnosticHandler handler(&ctx, llvm::errs());
   // Calibration evaluates one sample (batch 1) at a time; the written model
   // keeps its dynamic dimensions, so no warning about them.
-  OwningOpRef<ModuleOp> module =
-      loadModel(ctx, modelPath, importOptions, "quantize",
-                [](ImportOptions &o) { o.quietDynamicDims = true; });
+  // Dynamic image sizes and the like come from the calibration data: read
+  // the signature first (the graph may not import with those sizes at 1).
+  OwningOpRef<ModuleOp> signature = loadModel(ctx, modelPath, importOptions,
+                                              "quantize", [](ImportOptions &o) {
+                                                o.quietDynamicDims = true;
+                                                o.signatureOnly = true;
+                                              });
+  if (!signature)
+    return 1;
+  auto shapes = shapesFromCalibration(ref::getMainFunction(*signature));
+  OwningOpRef<ModuleOp> module = loadModel(
+      ctx, modelPath, importOptions, "quantize", [&](ImportOptions &o) {
+        o.quietDynamicDims = true;
+        for (auto &[name, dims] : shapes)
+          o.inputShapes.emplace(name, dims);
+      });
   if (!module)
     return 1;
-  // Dynamic image sizes and the like come from the calibration data.
-  auto shapes = shapesFromCalibration(ref::getMainFunction(*module));
-  if (!shapes.empty()) {
-    module = loadModel(ctx, modelPath, importOptions, "quantize",
-                       [&](ImportOptions &o) {
-                         o.quietDynamicDims = true;
-                         for (auto &[name, dims] : shapes)
-                           o.inputShapes.emplace(name, dims);
-                       });
-    if (!module)
-      return 1;
-  }
 
   bool hasQdq = false;
   module->walk([&](onnx::QuantizeLinearOp) { hasQdq = true; });
@@ -325,9 +326,10 @@ int qatc::driver::runQuantize() {
   if (failed(plan))
     return 1;
   std::string out;
+  int64_t convertedFrom = 0;
   {
     llvm::raw_string_ostream os(out);
-    if (failed(applyQdqPlan(ctx, modelPath, *plan, os)))
+    if (failed(applyQdqPlan(ctx, modelPath, *plan, os, &convertedFrom)))
       return 1;
   }
   auto file = openOutputFile(outputPath, &error);
@@ -349,6 +351,10 @@ int qatc::driver::runQuantize() {
     llvm::outs() << "; " << decision->excluded.size()
                  << " nodes left float by the filters";
   llvm::outs() << "\n";
+  if (convertedFrom)
+    llvm::outs() << "converted from opset " << convertedFrom << " to "
+                 << kQdqOpset << " (per-axis Q/DQ needs opset " << kQdqOpset
+                 << ")\n";
   if (!writeCalibCache.empty()) {
     ScaleTable written;
     for (const std::string &t : tensors)

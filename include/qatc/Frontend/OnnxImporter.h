@@ -44,6 +44,11 @@ struct ImportOptions {
   /// Keep unsupported nodes as `onnx.Unsupported` ops and succeed (for
   /// inspection); by default they are reported, all at once, as errors.
   bool allowUnsupported = false;
+  /// Import only the graph's signature: the function's arguments (with
+  /// `onnx.input_names` and `onnx.dynamic_input_dims`) and no body. Commands
+  /// that take the dynamic sizes from their data read the signature first:
+  /// the full graph may not even import with every dynamic dimension at 1.
+  bool signatureOnly = false;
 };
 
 /// Parses `name=1x3x224x224` into `options.inputShapes`; returns an error

@@ -41,12 +41,27 @@ struct QdqPlan {
   std::vector<QdqInsertion> insertions;
 };
 
+/// The opset `qatc quantize` writes at least: the first with per-axis
+/// QuantizeLinear/DequantizeLinear.
+inline constexpr int64_t kQdqOpset = 13;
+
 /// Applies `plan` to the ONNX model at `path` and writes the result as a
-/// binary model to `os`. Opset: per-channel scales need opset >= 13; older
-/// models are refused with a message. Diagnostics go to `ctx`'s handler,
-/// located at the model's nodes.
+/// binary model to `os`. A model below opset 13 is converted to opset 13
+/// first (`convertedFrom`, if given, receives its opset then, else 0).
+/// Diagnostics go to `ctx`'s handler, located at the model's nodes.
 mlir::LogicalResult applyQdqPlan(mlir::MLIRContext &ctx, llvm::StringRef path,
-                                 const QdqPlan &plan, llvm::raw_ostream &os);
+                                 const QdqPlan &plan, llvm::raw_ostream &os,
+                                 int64_t *convertedFrom = nullptr);
+
+/// Converts the ONNX model in `buffer` (ONNX text when `isText`) from its
+/// opset (7 to 12) to `targetOpset` as `qatc quantize` does, and writes it to
+/// `os` as ONNX text (`textOut`) or binary. `displayName` names the model in
+/// diagnostics.
+mlir::LogicalResult upgradeOnnxOpset(mlir::MLIRContext &ctx,
+                                     llvm::StringRef buffer,
+                                     llvm::StringRef displayName, bool isText,
+                                     int64_t targetOpset, bool textOut,
+                                     llvm::raw_ostream &os);
 
 } // namespace qatc
 

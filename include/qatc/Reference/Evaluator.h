@@ -46,6 +46,13 @@ mlir::FailureOr<std::vector<Tensor>> evaluate(mlir::ModuleOp module,
                                               llvm::ArrayRef<Tensor> inputs,
                                               const EvalOptions &options = {});
 
+/// Evaluates one op of the onnx or qat dialect on `inputs` (its operands'
+/// values, in order), in float32 unless `fp64`. The importer folds constant
+/// subgraphs with it, so folding means exactly what evaluation means.
+mlir::FailureOr<llvm::SmallVector<Tensor, 1>>
+evaluateOp(mlir::Operation *op, llvm::ArrayRef<Tensor> inputs,
+           bool fp64 = false);
+
 /// The values of an elements attribute as a tensor of `elementType`'s own
 /// dtype (float32, int8, ...; a quantized type as its stored integers): a
 /// weight blob is wrapped without a copy, a dense literal copied with splats
@@ -53,6 +60,11 @@ mlir::FailureOr<std::vector<Tensor>> evaluate(mlir::ModuleOp module,
 /// blob whose size does not match.
 std::optional<Tensor> constantValues(mlir::ElementsAttr value,
                                      mlir::Type elementType);
+
+/// `t` as a dense elements attribute of `type` (whose element type has
+/// `t`'s dtype; float32 for a float tensor); null if they disagree.
+mlir::DenseElementsAttr tensorAttr(const Tensor &t,
+                                   mlir::RankedTensorType type);
 
 /// The model's function.
 mlir::func::FuncOp getMainFunction(mlir::ModuleOp module);

@@ -35,6 +35,14 @@ mlir::LogicalResult
 inferBroadcastType(std::optional<mlir::Location> loc, mlir::Type lhs,
                    mlir::Type rhs, llvm::SmallVectorImpl<mlir::Type> &types);
 
+/// Infers the result type of a reduction over `axes` (every axis when
+/// empty), keeping reduced axes as 1 when `keepdims`.
+mlir::LogicalResult inferReduceType(std::optional<mlir::Location> loc,
+                                    mlir::Type input,
+                                    llvm::ArrayRef<int64_t> axes,
+                                    int64_t keepdims,
+                                    llvm::SmallVectorImpl<mlir::Type> &types);
+
 /// Computes the numpy-broadcast shape of `a` and `b`; fails when a dimension
 /// pair is neither equal nor 1.
 mlir::FailureOr<llvm::SmallVector<int64_t>>

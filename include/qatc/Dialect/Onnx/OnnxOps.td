@@ -65,8 +65,10 @@ class Onnx_UnaryOp<string mnemonic, list<Trait> traits = []>
   }];
 }
 
-/// Elementwise op with ONNX multidirectional (numpy) broadcasting.
-class Onnx_BinaryOp<string mnemonic, list<Trait> traits = []>
+/// Elementwise op with ONNX multidirectional (numpy) broadcasting; the
+/// result has A's element type. Constant operands are evaluated at import by
+/// the reference evaluator.
+class Onnx_BroadcastOp<string mnemonic, list<Trait> traits = []>
     : Onnx_Op<mnemonic, traits # [Pure, InferTypeOpAdaptor]> {
   let arguments = (ins AnyTensor:$A, AnyTensor:$B);
   let results = (outs AnyTensor:$C);
@@ -78,7 +80,46 @@ class Onnx_BinaryOp<string mnemonic, list<Trait> traits = []>
                                               adaptor.getB().getType(), types);
     }
   }];
+}
+
+/// A broadcasting op with an integer folder of its own (OnnxFolders.cpp).
+class Onnx_BinaryOp<string mnemonic, list<Trait> traits = []>
+    : Onnx_BroadcastOp<mnemonic, traits> {
   let hasFolder = 1;
+}
+
+/// A broadcasting comparison: the result is i1 (ONNX bool).
+class Onnx_CompareOp<string mnemonic, list<Trait> traits = []>
+    : Onnx_BroadcastOp<mnemonic, traits> {
+  let extraClassDefinition = [{
+    ::mlir::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *ctx, std::optional<::mlir::Location> loc,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &types) {
+      if (::mlir::failed(::qatc::onnx::inferBroadcastType(
+              loc, adaptor.getA().getType(), adaptor.getB().getType(), types)))
+        return ::mlir::failure();
+      types.back() = ::mlir::cast<::mlir::TensorType>(types.back())
+                         .clone(::mlir::IntegerType::get(ctx, 1));
+      return ::mlir::success();
+    }
+  }];
+}
+
+/// A reduction over `axes` (sorted, non-negative; every axis when empty).
+class Onnx_ReduceOp<string mnemonic, list<Trait> traits = []>
+    : Onnx_Op<mnemonic, traits # [Pure, InferTypeOpAdaptor]> {
+  let arguments = (ins AnyTensor:$data, DenseI64ArrayAttr:$axes,
+                   DefaultValuedAttr<I64Attr, "1">:$keepdims);
+  let results = (outs AnyTensor:$reduced);
+  let extraClassDefinition = [{
+    ::mlir::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *, std::optional<::mlir::Location> loc,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &types) {
+      return ::qatc::onnx::inferReduceType(loc, adaptor.getData().getType(),
+                                           adaptor.getAxes(),
+                                           adaptor.getKeepdims(), types);
+    }
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -256,10 +297,68 @@ def Onnx_SoftmaxOp : Onnx_UnaryOp<"Softmax"> {
   let hasVerifier = 1;
 }
 
+def Onnx_FloorOp : Onnx_UnaryOp<"Floor"> { let summary = "floor(x)"; }
+def Onnx_CeilOp : Onnx_UnaryOp<"Ceil"> { let summary = "ceil(x)"; }
+def Onnx_RoundOp : Onnx_UnaryOp<"Round"> {
+  let summary = "round half to even";
+}
+def Onnx_SignOp : Onnx_UnaryOp<"Sign"> { let summary = "-1, 0 or 1"; }
+def Onnx_NotOp : Onnx_UnaryOp<"Not"> { let summary = "logical not"; }
+def Onnx_SoftplusOp : Onnx_UnaryOp<"Softplus"> {
+  let summary = "log(exp(x) + 1)";
+}
+def Onnx_EluOp : Onnx_UnaryOp<"Elu"> {
+  let summary = "x if x >= 0 else alpha * (exp(x) - 1)";
+  let arguments = (ins AnyTensor:$X, DefaultValuedAttr<F32Attr, "1.0">:$alpha);
+}
+
+def Onnx_LogSoftmaxOp : Onnx_UnaryOp<"LogSoftmax"> {
+  let summary = "log of softmax along one axis (opset 13 semantics)";
+  let description = [{
+    Normalized like Softmax: older nodes that coerced their input to 2-D
+    become Reshape + LogSoftmax + Reshape.
+  }];
+  let arguments = (ins AnyTensor:$X, DefaultValuedAttr<I64Attr, "-1">:$axis);
+  let hasVerifier = 1;
+}
+
 def Onnx_AddOp : Onnx_BinaryOp<"Add"> { let summary = "A + B"; }
 def Onnx_SubOp : Onnx_BinaryOp<"Sub"> { let summary = "A - B"; }
 def Onnx_MulOp : Onnx_BinaryOp<"Mul"> { let summary = "A * B"; }
 def Onnx_DivOp : Onnx_BinaryOp<"Div"> { let summary = "A / B"; }
+
+def Onnx_MaxOp : Onnx_BroadcastOp<"Max"> {
+  let summary = "max(A, B) (variadic Max becomes a chain)";
+}
+def Onnx_MinOp : Onnx_BroadcastOp<"Min"> {
+  let summary = "min(A, B) (variadic Min becomes a chain)";
+}
+def Onnx_ModOp : Onnx_BroadcastOp<"Mod"> {
+  let summary = "remainder: fmod when `fmod`, else with the divisor's sign";
+  let arguments = (ins AnyTensor:$A, AnyTensor:$B,
+                   DefaultValuedAttr<I64Attr, "0">:$fmod);
+}
+def Onnx_PReluOp : Onnx_BroadcastOp<"PRelu"> {
+  let summary = "x if x >= 0 else slope * x (slope broadcast to x)";
+}
+def Onnx_AndOp : Onnx_BroadcastOp<"And"> { let summary = "logical and"; }
+def Onnx_OrOp : Onnx_BroadcastOp<"Or"> { let summary = "logical or"; }
+def Onnx_XorOp : Onnx_BroadcastOp<"Xor"> { let summary = "logical xor"; }
+def Onnx_EqualOp : Onnx_CompareOp<"Equal"> { let summary = "A == B"; }
+def Onnx_LessOp : Onnx_CompareOp<"Less"> { let summary = "A < B"; }
+def Onnx_LessOrEqualOp : Onnx_CompareOp<"LessOrEqual"> {
+  let summary = "A <= B";
+}
+def Onnx_GreaterOp : Onnx_CompareOp<"Greater"> { let summary = "A > B"; }
+def Onnx_GreaterOrEqualOp : Onnx_CompareOp<"GreaterOrEqual"> {
+  let summary = "A >= B";
+}
+
+def Onnx_WhereOp : Onnx_InferredOp<"Where"> {
+  let summary = "condition ? X : Y with three-way broadcasting";
+  let arguments = (ins AnyTensor:$condition, AnyTensor:$X, AnyTensor:$Y);
+  let results = (outs AnyTensor:$output);
+}
 
 def Onnx_PowOp : Onnx_InferredOp<"Pow"> {
   let summary = "X ^ Y with broadcasting; the result has X's element type";
@@ -302,11 +401,55 @@ def Onnx_GlobalMaxPoolOp : Onnx_InferredOp<"GlobalMaxPool"> {
   let results = (outs AnyTensor:$Y);
 }
 
-def Onnx_ReduceMeanOp : Onnx_InferredOp<"ReduceMean"> {
-  let summary = "mean over `axes` (all axes when empty)";
-  let arguments = (ins AnyTensor:$data, DenseI64ArrayAttr:$axes,
-                   DefaultValuedAttr<I64Attr, "1">:$keepdims);
+def Onnx_ReduceMeanOp : Onnx_ReduceOp<"ReduceMean"> {
+  let summary = "mean over `axes`";
+}
+def Onnx_ReduceSumOp : Onnx_ReduceOp<"ReduceSum"> {
+  let summary = "sum over `axes`";
+}
+def Onnx_ReduceMaxOp : Onnx_ReduceOp<"ReduceMax"> {
+  let summary = "max over `axes`";
+}
+def Onnx_ReduceMinOp : Onnx_ReduceOp<"ReduceMin"> {
+  let summary = "min over `axes`";
+}
+def Onnx_ReduceProdOp : Onnx_ReduceOp<"ReduceProd"> {
+  let summary = "product over `axes`";
+}
+def Onnx_ReduceL1Op : Onnx_ReduceOp<"ReduceL1"> {
+  let summary = "sum of |x| over `axes`";
+}
+def Onnx_ReduceL2Op : Onnx_ReduceOp<"ReduceL2"> {
+  let summary = "sqrt of the sum of x^2 over `axes`";
+}
+def Onnx_ReduceSumSquareOp : Onnx_ReduceOp<"ReduceSumSquare"> {
+  let summary = "sum of x^2 over `axes`";
+}
+def Onnx_ReduceLogSumExpOp : Onnx_ReduceOp<"ReduceLogSumExp"> {
+  let summary = "log of the sum of exp(x) over `axes`";
+}
+
+def Onnx_ArgMaxOp : Onnx_InferredOp<"ArgMax"> {
+  let summary = "int64 index of the largest element along `axis`";
+  let arguments = (ins AnyTensor:$data, I64Attr:$axis,
+                   DefaultValuedAttr<I64Attr, "1">:$keepdims,
+                   DefaultValuedAttr<I64Attr, "0">:$select_last_index);
   let results = (outs AnyTensor:$reduced);
+}
+def Onnx_ArgMinOp : Onnx_InferredOp<"ArgMin"> {
+  let summary = "int64 index of the smallest element along `axis`";
+  let arguments = (ins AnyTensor:$data, I64Attr:$axis,
+                   DefaultValuedAttr<I64Attr, "1">:$keepdims,
+                   DefaultValuedAttr<I64Attr, "0">:$select_last_index);
+  let results = (outs AnyTensor:$reduced);
+}
+
+def Onnx_TopKOp : Onnx_InferredOp<"TopK"> {
+  let summary = "the `k` largest (or smallest) elements along `axis`";
+  let arguments = (ins AnyTensor:$X, I64Attr:$k, I64Attr:$axis,
+                   DefaultValuedAttr<I64Attr, "1">:$largest,
+                   DefaultValuedAttr<I64Attr, "1">:$sorted);
+  let results = (outs AnyTensor:$Values, AnyTensor:$Indices);
 }
 
 //===----------------------------------------------------------------------===//
@@ -381,6 +524,32 @@ def Onnx_GatherOp : Onnx_InferredOp<"Gather"> {
                    DefaultValuedAttr<I64Attr, "0">:$axis);
   let results = (outs AnyTensor:$output);
   let hasFolder = 1;
+}
+
+def Onnx_ExpandOp : Onnx_Op<"Expand", [Pure]> {
+  let summary = "broadcast to a shape; the target shape is the result type";
+  let arguments = (ins AnyTensor:$input);
+  let results = (outs AnyTensor:$output);
+  let hasVerifier = 1;
+}
+
+def Onnx_TileOp : Onnx_InferredOp<"Tile"> {
+  let summary = "repeat the input `repeats[i]` times along axis i";
+  let arguments = (ins AnyTensor:$input, DenseI64ArrayAttr:$repeats);
+  let results = (outs AnyTensor:$output);
+}
+
+def Onnx_DepthToSpaceOp : Onnx_InferredOp<"DepthToSpace"> {
+  let summary = "move channel blocks into spatial blocks (DCR or CRD order)";
+  let arguments = (ins AnyTensor:$input, I64Attr:$blocksize,
+                   DefaultValuedAttr<StrAttr, "\"DCR\"">:$mode);
+  let results = (outs AnyTensor:$output);
+}
+
+def Onnx_SpaceToDepthOp : Onnx_InferredOp<"SpaceToDepth"> {
+  let summary = "move spatial blocks into channels";
+  let arguments = (ins AnyTensor:$input, I64Attr:$blocksize);
+  let results = (outs AnyTensor:$output);
 }
 
 def Onnx_PadOp : Onnx_InferredOp<"Pad"> {
