@@ -9,6 +9,7 @@
 
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <algorithm>
@@ -413,12 +414,23 @@ LogicalResult GraphLowering::run() {
     Operation *op = &opRef;
     if (folded.contains(op))
       continue;
+    // Compiled tensors are f32 or int8; integer and bool values must have
+    // been folded into constants at import.
+    if (!isa<onnx::ConstantOp, qat::ConstantOp, func::ReturnOp>(op))
+      for (Value r : op->getResults()) {
+        Type elt = getElementTypeOrSelf(r.getType());
+        if (!elt.isF32() && !isa<quant::QuantizedType>(elt))
+          return op->emitError("qatc compiles f32 and int8 tensors; this ")
+                 << op->getName().stripDialect() << " produces " << elt
+                 << " values at run time";
+      }
     LogicalResult r =
         llvm::TypeSwitch<Operation *, LogicalResult>(op)
             .Case<onnx::ConstantOp, qat::ConstantOp>(
                 [](Operation *) { return success(); })
             .Case<qat::QuantizeOp>([&](auto o) { return lowerQuantize(o); })
             .Case<qat::DequantizeOp>([&](auto o) { return lowerDequantize(o); })
+            .Case<qat::RequantizeOp>([&](auto o) { return lowerRequantize(o); })
             .Case<qat::ConvOp>([&](auto o) { return lowerQatConv(o); })
             .Case<qat::MatMulOp>([&](auto o) { return lowerQatMatMul(o); })
             .Case<qat::AddOp>([&](auto o) {
@@ -460,6 +472,90 @@ LogicalResult GraphLowering::run() {
             })
             .Case<onnx::ReduceMeanOp>(
                 [&](auto o) { return lowerMean(o, o.getData(), o.getAxes()); })
+            .Case<onnx::ReduceSumOp>([&](auto o) {
+              return lowerReduce(o, o.getData(), o.getAxes(), ReduceKind::Sum);
+            })
+            .Case<onnx::ReduceMaxOp>([&](auto o) {
+              return lowerReduce(o, o.getData(), o.getAxes(), ReduceKind::Max);
+            })
+            .Case<onnx::ReduceMinOp>([&](auto o) {
+              return lowerReduce(o, o.getData(), o.getAxes(), ReduceKind::Min);
+            })
+            .Case<onnx::ReduceProdOp>([&](auto o) {
+              return lowerReduce(o, o.getData(), o.getAxes(), ReduceKind::Prod);
+            })
+            .Case<onnx::ReduceL1Op>([&](auto o) {
+              return lowerReduce(o, o.getData(), o.getAxes(), ReduceKind::L1);
+            })
+            .Case<onnx::ReduceL2Op>([&](auto o) {
+              return lowerReduce(o, o.getData(), o.getAxes(), ReduceKind::L2);
+            })
+            .Case<onnx::ReduceSumSquareOp>([&](auto o) {
+              return lowerReduce(o, o.getData(), o.getAxes(),
+                                 ReduceKind::SumSquare);
+            })
+            .Case<onnx::LogSoftmaxOp>(
+                [&](auto o) { return lowerLogSoftmax(o); })
+            .Case<onnx::PReluOp>([&](auto o) {
+              return lowerBinary(
+                  o, "prelu", [](KB &k, ArrayRef<Value> v) -> Value {
+                    Value neg = k.b.create<arith::CmpFOp>(
+                        k.loc, arith::CmpFPredicate::OLT, v[0], k.cf(0.f));
+                    return k.select(
+                        neg, k.b.create<arith::MulFOp>(k.loc, v[1], v[0]),
+                        v[0]);
+                  });
+            })
+            .Case<onnx::MaxOp>([&](auto o) {
+              return lowerBinary(o, "max", binaryFn<arith::MaximumFOp>());
+            })
+            .Case<onnx::MinOp>([&](auto o) {
+              return lowerBinary(o, "min", binaryFn<arith::MinimumFOp>());
+            })
+            .Case<onnx::ModOp>([&](auto o) {
+              return lowerBinary(o, "fmod", binaryFn<arith::RemFOp>());
+            })
+            .Case<onnx::FloorOp>([&](auto o) {
+              return lowerUnary(o, "floor", unaryFn<math::FloorOp>());
+            })
+            .Case<onnx::CeilOp>([&](auto o) {
+              return lowerUnary(o, "ceil", unaryFn<math::CeilOp>());
+            })
+            .Case<onnx::RoundOp>([&](auto o) {
+              return lowerUnary(o, "round", unaryFn<math::RoundEvenOp>());
+            })
+            .Case<onnx::SignOp>([&](auto o) {
+              return lowerUnary(o, "sign", [](KB &k, ArrayRef<Value> v) {
+                OpBuilder &b = k.b;
+                Value pos = b.create<arith::CmpFOp>(
+                    k.loc, arith::CmpFPredicate::OGT, v[0], k.cf(0.f));
+                Value neg = b.create<arith::CmpFOp>(
+                    k.loc, arith::CmpFPredicate::OLT, v[0], k.cf(0.f));
+                return k.select(pos, k.cf(1.f),
+                                k.select(neg, k.cf(-1.f), k.cf(0.f)));
+              });
+            })
+            .Case<onnx::SoftplusOp>([&](auto o) {
+              return lowerUnary(o, "softplus", [](KB &k, ArrayRef<Value> v) {
+                // log(exp(x) + 1), as the reference.
+                OpBuilder &b = k.b;
+                Value e = b.create<math::ExpOp>(k.loc, v[0]);
+                return b.create<math::LogOp>(
+                    k.loc, b.create<arith::AddFOp>(k.loc, e, k.cf(1.f)));
+              });
+            })
+            .Case<onnx::EluOp>([&](auto o) {
+              float alpha = o.getAlpha().convertToFloat();
+              return lowerUnary(o, "elu", [=](KB &k, ArrayRef<Value> v) {
+                OpBuilder &b = k.b;
+                Value neg = b.create<arith::CmpFOp>(
+                    k.loc, arith::CmpFPredicate::OLT, v[0], k.cf(0.f));
+                Value e = b.create<arith::SubFOp>(
+                    k.loc, b.create<math::ExpOp>(k.loc, v[0]), k.cf(1.f));
+                return k.select(
+                    neg, b.create<arith::MulFOp>(k.loc, e, k.cf(alpha)), v[0]);
+              });
+            })
             .Case<qat::ConcatOp>([&](auto o) {
               return lowerConcat(o, o.getInputs(), o.getAxis());
             })
@@ -478,7 +574,22 @@ LogicalResult GraphLowering::run() {
             .Case<onnx::SliceOp>([&](auto o) {
               return lowerSlice(o, o.getData(), o.getStarts(), o.getSteps());
             })
-            .Case<onnx::PadOp>([&](auto o) { return lowerPad(o); })
+            .Case<onnx::PadOp, qat::PadOp>(
+                [&](Operation *o) { return lowerPad(o); })
+            .Case<onnx::ResizeOp>(
+                [&](auto o) { return lowerResize(o, o.getX()); })
+            .Case<qat::ResizeOp>(
+                [&](auto o) { return lowerResize(o, o.getInput()); })
+            .Case<onnx::GatherOp>([&](auto o) {
+              return lowerGather(o, o.getData(), o.getIndices(), o.getAxis());
+            })
+            .Case<qat::GatherOp>([&](auto o) {
+              return lowerGather(o, o.getInput(), o.getIndices(), o.getAxis());
+            })
+            .Case<onnx::DepthToSpaceOp, onnx::SpaceToDepthOp>(
+                [&](Operation *o) { return lowerDepthSpace(o); })
+            .Case<onnx::TileOp>([&](auto o) { return lowerTile(o); })
+            .Case<onnx::ExpandOp>([&](auto o) { return lowerExpand(o); })
             .Case<onnx::BatchNormalizationOp>(
                 [&](auto o) { return lowerBatchNorm(o); })
             .Case<onnx::SoftmaxOp>([&](auto o) { return lowerSoftmax(o); })

@@ -347,6 +347,8 @@ private:
   // Op handlers.
   LogicalResult lowerQuantize(qat::QuantizeOp op);
   LogicalResult lowerDequantize(qat::DequantizeOp op);
+  /// int8 -> int8 with new parameters: Q(DQ(q)) in f32, as the reference.
+  LogicalResult lowerRequantize(qat::RequantizeOp op);
   LogicalResult lowerQatConv(qat::ConvOp op);
   LogicalResult lowerQatMatMul(qat::MatMulOp op);
   LogicalResult lowerElementwise(Operation *op, Value a, Value b, bool mul,
@@ -377,10 +379,36 @@ private:
   LogicalResult lowerSlice(Operation *op, Value in, ArrayRef<int64_t> starts,
                            ArrayRef<int64_t> steps);
   LogicalResult lowerConcat(Operation *op, ValueRange ins, int64_t axis);
-  LogicalResult lowerPad(onnx::PadOp op);
+  // ResampleLowering.cpp.
+  /// A layer whose result element at index (i_0, ...) is the input element
+  /// (idx[0][i_0], ...): an empty idx[d] keeps axis d, -1 marks padding
+  /// (the result is `fill`).
+  LogicalResult gatherLayer(Operation *op, std::string kernel, int in,
+                            std::vector<std::vector<int64_t>> idx,
+                            std::optional<double> fill);
+  /// onnx.Resize (nearest or linear) and qat.resize (int8 nearest).
+  LogicalResult lowerResize(Operation *op, Value in);
+  /// onnx.Pad and qat.pad, every mode.
+  LogicalResult lowerPad(Operation *op);
+  /// Gather (onnx or qat) with constant 0-D or 1-D indices.
+  LogicalResult lowerGather(Operation *op, Value data, Value indices,
+                            int64_t axis);
+  /// DepthToSpace / SpaceToDepth.
+  LogicalResult lowerDepthSpace(Operation *op);
+  LogicalResult lowerTile(onnx::TileOp op);
+  LogicalResult lowerExpand(onnx::ExpandOp op);
   LogicalResult lowerBatchNorm(onnx::BatchNormalizationOp op);
   /// Mean over `axes` (GlobalAveragePool, ReduceMean), int8 or f32 input.
   LogicalResult lowerMean(Operation *op, Value in, ArrayRef<int64_t> axes);
+  enum class ReduceKind { Mean, Sum, Max, Min, Prod, L1, L2, SumSquare };
+  /// A reduction over `axes`: means of int8 or f32 data, the others f32
+  /// (accumulated in f32 in index order).
+  LogicalResult lowerReduce(Operation *op, Value in, ArrayRef<int64_t> axes,
+                            ReduceKind kind);
+  LogicalResult lowerLogSoftmax(onnx::LogSoftmaxOp op);
+  /// Softmax or LogSoftmax of `x` along `axis`.
+  LogicalResult lowerSoftmaxLike(Operation *op, Value x, int64_t axis,
+                                 bool log);
   LogicalResult lowerSoftmax(onnx::SoftmaxOp op);
   LogicalResult lowerPow(onnx::PowOp op);
   LogicalResult lowerLayerNorm(onnx::LayerNormalizationOp op);

@@ -198,6 +198,34 @@ struct StridedReduce {
 void emitStridedReduce(KB &k, const StridedReduce &r, const ElementFn &combine,
                        const ElementFn &finish);
 
+/// out[i] = in[sum_d src_d(i_d)] over every index i of `shape`: dimension d
+/// of the input is either walked with `in.strides[d]` (table -1) or looked
+/// up in `tables[d]`, an int64[shape[d]] array of element offsets in the
+/// weights blob (Resize nearest, Pad, Gather with constant indices). A
+/// negative sum marks padding: the result is `fill` (f32) or `fillStored`
+/// (u8), when `hasFill`.
+struct GatherMap {
+  std::vector<int64_t> shape;
+  StridedOperand out, in;
+  std::vector<int64_t> tables;
+  bool hasFill = false;
+  float fill = 0;
+  int64_t fillStored = 0;
+};
+void emitGatherMap(KB &k, const GatherMap &m);
+
+/// One axis of a linear interpolation: out[.., j, ..] = fn(x0, x1, w0, w1)
+/// where x_t = in[.., taps[j][t], ..] (int64 element offsets along `axis`
+/// at `tapOff`) and w_t the f64 weights at `weightOff`, both [outLen][2] in
+/// the weights blob. `in.strides` walk the other dimensions.
+struct LerpAxis {
+  std::vector<int64_t> shape;
+  StridedOperand out, in;
+  size_t axis = 0;
+  int64_t tapOff = 0, weightOff = 0;
+};
+void emitLerpAxis(KB &k, const LerpAxis &m, const ElementFn &fn);
+
 } // namespace qatc::codegen
 
 #endif // QATC_CODEGEN_KERNELBUILDER_H

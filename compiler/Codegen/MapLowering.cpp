@@ -34,6 +34,16 @@ LogicalResult GraphLowering::lowerDequantize(qat::DequantizeOp op) {
                     [](KB &, ArrayRef<Value> v) { return v[0]; });
 }
 
+LogicalResult GraphLowering::lowerRequantize(qat::RequantizeOp op) {
+  if (!qat::getPerTensorType(op.getInput().getType()) ||
+      !qat::getPerTensorType(op.getOutput().getType()))
+    return op.emitError("qatc compiles per-tensor requantization only");
+  // lowerMap dequantizes the input ((q - z1) * s1) and quantizes the result
+  // (/ s2, round half to even, + z2): QuantizeLinear(DequantizeLinear(q)).
+  return lowerUnary(op, "requantize",
+                    [](KB &, ArrayRef<Value> v) { return v[0]; });
+}
+
 LogicalResult GraphLowering::lowerMap(Operation *op, std::vector<Src> ins,
                                       std::string kernel, ScalarFn fn) {
   Value res = op->getResult(0);
@@ -147,15 +157,6 @@ LogicalResult GraphLowering::lowerConcat(Operation *op, ValueRange ins,
   return success();
 }
 
-LogicalResult GraphLowering::lowerPad(onnx::PadOp op) {
-  if (llvm::any_of(op.getPads(), [](int64_t p) { return p != 0; }))
-    return op.emitError("qatc compiles Pad with zero pads only (other pads "
-                        "are folded into the convolution or pool that "
-                        "follows)");
-  valueTensor[op.getOutput()] = tensorOf(op.getData());
-  return success();
-}
-
 LogicalResult GraphLowering::lowerBatchNorm(onnx::BatchNormalizationOp op) {
   auto shape = cast<ShapedType>(op.getX().getType()).getShape();
   if (shape.size() < 2)
@@ -193,6 +194,12 @@ LogicalResult GraphLowering::lowerBatchNorm(onnx::BatchNormalizationOp op) {
 
 LogicalResult GraphLowering::lowerMean(Operation *op, Value inV,
                                        ArrayRef<int64_t> axesIn) {
+  return lowerReduce(op, inV, axesIn, ReduceKind::Mean);
+}
+
+LogicalResult GraphLowering::lowerReduce(Operation *op, Value inV,
+                                         ArrayRef<int64_t> axesIn,
+                                         ReduceKind kind) {
   int in = tensorOf(inV);
   Value res = op->getResult(0);
   auto outShape = cast<ShapedType>(res.getType()).getShape();
@@ -217,9 +224,21 @@ LogicalResult GraphLowering::lowerMean(Operation *op, Value inV,
                          "elements; this one averages ")
            << count;
   bool int8In = tensors[in].int8;
+  if (int8In && kind != ReduceKind::Mean)
+    return op->emitError("qatc compiles int8 means only; this reduction "
+                         "reads int8 data");
+  static const char *const names[] = {"mean", "sum", "max", "min",
+                                      "prod", "l1",  "l2",  "sumsquare"};
+  std::string kernel =
+      std::string(int8In ? "int8-" : "fp32-") + names[static_cast<int>(kind)];
+  float init = kind == ReduceKind::Max ? -std::numeric_limits<float>::infinity()
+               : kind == ReduceKind::Min
+                   ? std::numeric_limits<float>::infinity()
+               : kind == ReduceKind::Prod ? 1.f
+                                          : 0.f;
   addLayer(
-      op, int8In ? "int8-mean" : "fp32-mean", int8In ? "int8" : "fp32",
-      product(loop) >= 64, 0, {in}, {o}, [=](KB &k) {
+      op, kernel, int8In ? "int8" : "fp32", product(loop) >= 64, 0, {in}, {o},
+      [=](KB &k) {
         const CTensor &X = tensors[in], &O = tensors[o];
         StridedReduce r;
         r.shape = loop;
@@ -232,6 +251,7 @@ LogicalResult GraphLowering::lowerMean(Operation *op, Value inV,
           }
         }
         r.reduceShape = reduceShape;
+        r.init = init;
         // The result over the keepdims loop: its own strides in order.
         std::vector<int64_t> ost = stridesOf(O);
         r.out = operand(Src{o, -1, {}}, outShape);
@@ -255,9 +275,30 @@ LogicalResult GraphLowering::lowerMean(Operation *op, Value inV,
                     k.loc, i, b.create<arith::ConstantIntOp>(k.loc, X.zp, 32));
                 x = b.create<arith::SIToFPOp>(k.loc, k.f32, i);
               }
+              switch (kind) {
+              case ReduceKind::Max:
+                return b.create<arith::MaximumFOp>(k.loc, v[0], x);
+              case ReduceKind::Min:
+                return b.create<arith::MinimumFOp>(k.loc, v[0], x);
+              case ReduceKind::Prod:
+                return b.create<arith::MulFOp>(k.loc, v[0], x);
+              case ReduceKind::L1:
+                x = b.create<math::AbsFOp>(k.loc, x);
+                break;
+              case ReduceKind::L2:
+              case ReduceKind::SumSquare:
+                x = b.create<arith::MulFOp>(k.loc, x, x);
+                break;
+              default:
+                break;
+              }
               return b.create<arith::AddFOp>(k.loc, v[0], x);
             },
             [&](ArrayRef<Value> v) -> Value {
+              if (!X.int8 && kind == ReduceKind::L2)
+                return b.create<math::SqrtOp>(k.loc, v[0]);
+              if (!X.int8 && kind != ReduceKind::Mean)
+                return v[0];
               if (!X.int8)
                 return b.create<arith::DivFOp>(k.loc, v[0], k.cf(float(count)));
               // As the reference: the mean in double, times the scale.
@@ -279,45 +320,65 @@ LogicalResult GraphLowering::lowerMean(Operation *op, Value inV,
 }
 
 LogicalResult GraphLowering::lowerSoftmax(onnx::SoftmaxOp op) {
-  auto shape = cast<ShapedType>(op.getX().getType()).getShape();
-  int64_t axis = op.getAxis();
+  return lowerSoftmaxLike(op, op.getX(), op.getAxis(), /*log=*/false);
+}
+
+LogicalResult GraphLowering::lowerLogSoftmax(onnx::LogSoftmaxOp op) {
+  return lowerSoftmaxLike(op, op.getX(), op.getAxis(), /*log=*/true);
+}
+
+LogicalResult GraphLowering::lowerSoftmaxLike(Operation *op, Value xV,
+                                              int64_t axis, bool log) {
+  auto shape = cast<ShapedType>(xV.getType()).getShape();
   if (axis < 0)
     axis += shape.size();
-  int in = inLayout(tensorOf(op.getX()), plan::Layout::Plain, op.getLoc());
-  int o = resultTensor(op.getResult(), plan::Layout::Plain);
+  int in = inLayout(tensorOf(xV), plan::Layout::Plain, op->getLoc());
+  int o = resultTensor(op->getResult(0), plan::Layout::Plain);
   // Rows of n elements `inner` apart.
   int64_t n = shape[axis], inner = product(shape.drop_front(axis + 1)),
           rows = product(shape) / n;
-  addLayer(op, "fp32-softmax", "fp32", rows >= 8, 0, {in}, {o}, [=](KB &k) {
-    OpBuilder &b = k.b;
-    int64_t xo = tensors[in].desc.offset, yo = tensors[o].desc.offset;
-    auto [b0, e0] = k.share(rows);
-    k.loop(b0, e0, 1, [&](Value r) {
-      Value base = k.add(k.mul(k.div(r, k.c(inner)), k.c(n * inner)),
-                         k.rem(r, k.c(inner)));
-      auto at = [&](int64_t off, Value i) {
-        return k.at(off, k.add(base, k.mul(i, k.c(inner))), 4);
-      };
-      auto x = [&](Value i) { return k.load(k.f32, at(xo, i)); };
-      Value mx =
-          k.loop(k.c(0), k.c(n), 1,
-                 ValueRange{k.cf(-std::numeric_limits<float>::infinity())},
-                 [&](Value i, ValueRange a) -> SmallVector<Value> {
-                   return {b.create<arith::MaximumFOp>(k.loc, a[0], x(i))};
-                 })[0];
-      Value sum = k.loop(k.c(0), k.c(n), 1, ValueRange{k.cf(0.f)},
-                         [&](Value i, ValueRange a) -> SmallVector<Value> {
-                           Value e = b.create<math::ExpOp>(
-                               k.loc, b.create<arith::SubFOp>(k.loc, x(i), mx));
-                           k.store(e, at(yo, i));
-                           return {b.create<arith::AddFOp>(k.loc, a[0], e)};
-                         })[0];
-      k.loop(k.c(0), k.c(n), 1, [&](Value i) {
-        Value p = at(yo, i);
-        k.store(b.create<arith::DivFOp>(k.loc, k.load(k.f32, p), sum), p);
+  addLayer(
+      op, log ? "fp32-logsoftmax" : "fp32-softmax", "fp32", rows >= 8, 0, {in},
+      {o}, [=](KB &k) {
+        OpBuilder &b = k.b;
+        int64_t xo = tensors[in].desc.offset, yo = tensors[o].desc.offset;
+        auto [b0, e0] = k.share(rows);
+        k.loop(b0, e0, 1, [&](Value r) {
+          Value base = k.add(k.mul(k.div(r, k.c(inner)), k.c(n * inner)),
+                             k.rem(r, k.c(inner)));
+          auto at = [&](int64_t off, Value i) {
+            return k.at(off, k.add(base, k.mul(i, k.c(inner))), 4);
+          };
+          auto x = [&](Value i) { return k.load(k.f32, at(xo, i)); };
+          Value mx =
+              k.loop(k.c(0), k.c(n), 1,
+                     ValueRange{k.cf(-std::numeric_limits<float>::infinity())},
+                     [&](Value i, ValueRange a) -> SmallVector<Value> {
+                       return {b.create<arith::MaximumFOp>(k.loc, a[0], x(i))};
+                     })[0];
+          Value sum =
+              k.loop(k.c(0), k.c(n), 1, ValueRange{k.cf(0.f)},
+                     [&](Value i, ValueRange a) -> SmallVector<Value> {
+                       Value e = b.create<math::ExpOp>(
+                           k.loc, b.create<arith::SubFOp>(k.loc, x(i), mx));
+                       if (!log)
+                         k.store(e, at(yo, i));
+                       return {b.create<arith::AddFOp>(k.loc, a[0], e)};
+                     })[0];
+          Value logSum =
+              log ? b.create<math::LogOp>(k.loc, sum).getResult() : sum;
+          k.loop(k.c(0), k.c(n), 1, [&](Value i) {
+            Value p = at(yo, i);
+            if (log) {
+              // As the reference: x - max - log(sum).
+              Value y = b.create<arith::SubFOp>(k.loc, x(i), mx);
+              k.store(b.create<arith::SubFOp>(k.loc, y, logSum), p);
+              return;
+            }
+            k.store(b.create<arith::DivFOp>(k.loc, k.load(k.f32, p), sum), p);
+          });
+        });
       });
-    });
-  });
   return success();
 }
 

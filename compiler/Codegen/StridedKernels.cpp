@@ -152,3 +152,114 @@ void qatc::codegen::emitStridedReduce(KB &k, const StridedReduce &r,
     k.store(finish ? finish({acc[0]}) : acc[0], address(k, r.out, index[0]));
   });
 }
+
+namespace {
+
+/// The dimensions of a gather-like nest, outer to inner by the result's
+/// stride (unit dimensions dropped); the innermost is the contiguous loop.
+std::vector<size_t> gatherOrder(const std::vector<int64_t> &shape,
+                                const StridedOperand &out) {
+  std::vector<size_t> dims;
+  for (size_t d = 0; d < shape.size(); ++d)
+    if (shape[d] != 1)
+      dims.push_back(d);
+  std::stable_sort(dims.begin(), dims.end(), [&](size_t a, size_t b) {
+    return out.strides[a] > out.strides[b];
+  });
+  if (dims.empty())
+    dims.push_back(0);
+  return dims;
+}
+
+/// Walks `dims` of `shape` (threads share all but the innermost) and calls
+/// `body(coords)` with the index of every dimension (constant 0 for the
+/// dimensions not walked).
+void walkCoords(KB &k, const std::vector<int64_t> &shape,
+                const std::vector<size_t> &dims,
+                llvm::function_ref<void(ArrayRef<Value>)> body) {
+  int64_t outer = 1;
+  for (size_t i = 0; i + 1 < dims.size(); ++i)
+    outer *= shape[dims[i]];
+  auto [b0, e0] = k.share(outer);
+  k.loop(b0, e0, 1, [&](Value flat) {
+    SmallVector<Value> coords(shape.size(), k.c(0));
+    Value rest = flat;
+    for (size_t i = dims.size() - 1; i-- > 0;) {
+      size_t d = dims[i];
+      coords[d] = i == 0 ? rest : k.rem(rest, k.c(shape[d]));
+      if (i > 0)
+        rest = k.div(rest, k.c(shape[d]));
+    }
+    size_t inner = dims.back();
+    k.loop(k.c(0), k.c(shape[inner]), 1, [&](Value j) {
+      coords[inner] = j;
+      body(coords);
+    });
+  });
+}
+
+/// sum_d coords[d] * strides[d].
+Value linearIndex(KB &k, ArrayRef<Value> coords, ArrayRef<int64_t> strides) {
+  Value idx = k.c(0);
+  for (size_t d = 0; d < coords.size(); ++d)
+    if (strides[d])
+      idx = k.add(idx, k.mul(coords[d], k.c(strides[d])));
+  return idx;
+}
+
+} // namespace
+
+void qatc::codegen::emitGatherMap(KB &k, const GatherMap &m) {
+  std::vector<size_t> dims = gatherOrder(m.shape, m.out);
+  Type elt = elementType(k, m.in);
+  walkCoords(k, m.shape, dims, [&](ArrayRef<Value> coords) {
+    Value src = k.c(0);
+    for (size_t d = 0; d < m.shape.size(); ++d) {
+      if (m.tables[d] >= 0)
+        src = k.add(src, k.load(k.i64, k.weightsAt(m.tables[d], coords[d], 8)));
+      else if (m.in.strides[d])
+        src = k.add(src, k.mul(coords[d], k.c(m.in.strides[d])));
+    }
+    Value dst = address(k, m.out, linearIndex(k, coords, m.out.strides));
+    if (!m.hasFill) {
+      k.store(k.load(elt, address(k, m.in, src)), dst);
+      return;
+    }
+    // Padding: some table gave a negative offset; read element 0 instead
+    // and store the fill value.
+    Value pad = k.b.create<arith::CmpIOp>(k.loc, arith::CmpIPredicate::slt, src,
+                                          k.c(0));
+    Value v = k.load(elt, address(k, m.in, k.select(pad, k.c(0), src)));
+    Value fill = m.in.elemBytes == 1
+                     ? k.b.create<arith::ConstantIntOp>(k.loc, m.fillStored, 8)
+                           .getResult()
+                     : k.cf(m.fill);
+    k.store(k.select(pad, fill, v), dst);
+  });
+}
+
+void qatc::codegen::emitLerpAxis(KB &k, const LerpAxis &m,
+                                 const ElementFn &fn) {
+  std::vector<size_t> dims = gatherOrder(m.shape, m.out);
+  Type elt = elementType(k, m.in);
+  Type f64 = k.b.getF64Type();
+  walkCoords(k, m.shape, dims, [&](ArrayRef<Value> coords) {
+    // The input element at the output's coordinates, but for the axis.
+    Value base = k.c(0);
+    for (size_t d = 0; d < m.shape.size(); ++d)
+      if (d != m.axis && m.in.strides[d])
+        base = k.add(base, k.mul(coords[d], k.c(m.in.strides[d])));
+    Value j = coords[m.axis];
+    auto tap = [&](int t) {
+      Value off = k.load(
+          k.i64, k.weightsAt(m.tapOff, k.add(k.mul(j, k.c(2)), k.c(t)), 8));
+      Value w = k.load(
+          f64, k.weightsAt(m.weightOff, k.add(k.mul(j, k.c(2)), k.c(t)), 8));
+      return std::make_pair(k.load(elt, address(k, m.in, k.add(base, off))), w);
+    };
+    auto [x0, w0] = tap(0);
+    auto [x1, w1] = tap(1);
+    Value y = fn({x0, x1, w0, w1});
+    k.store(y, address(k, m.out, linearIndex(k, coords, m.out.strides)));
+  });
+}

@@ -117,9 +117,11 @@ Results evalTranspose(OpTy op, llvm::ArrayRef<Tensor> in,
 template <typename OpTy>
 Results evalGather(OpTy op, llvm::ArrayRef<Tensor> in,
                    const KernelContext &ctx);
-Results evalPad(qatc::onnx::PadOp op, llvm::ArrayRef<Tensor> in,
+/// onnx.Pad and its int8 twin qat.pad.
+Results evalPad(mlir::Operation *op, llvm::ArrayRef<Tensor> in,
                 const KernelContext &ctx);
-Results evalResize(qatc::onnx::ResizeOp op, llvm::ArrayRef<Tensor> in,
+/// onnx.Resize and its int8 twin qat.resize (nearest: any element type).
+Results evalResize(mlir::Operation *op, llvm::ArrayRef<Tensor> in,
                    const KernelContext &ctx);
 Results evalExpand(qatc::onnx::ExpandOp op, llvm::ArrayRef<Tensor> in,
                    const KernelContext &ctx);

@@ -9,6 +9,7 @@
 
 #include "Kernels.h"
 #include "qatc/Dialect/Qat/QatOps.h"
+#include "qatc/Reference/Evaluator.h"
 
 #include "mlir/IR/Diagnostics.h"
 
@@ -165,16 +166,26 @@ QATC_INSTANTIATE(evalTranspose, TransposeOp)
 QATC_INSTANTIATE(evalGather, GatherOp)
 #undef QATC_INSTANTIATE
 
-Results qatc::ref::evalPad(onnx::PadOp op, ArrayRef<Tensor> in,
+Results qatc::ref::evalPad(Operation *op, ArrayRef<Tensor> in,
                            const KernelContext &) {
   const Tensor &x = in[0];
   Tensor out(x.dtype(), resultShape(op));
   size_t elt = dtypeSize(x.dtype());
   int64_t rank = x.rank();
-  ArrayRef<int64_t> pads = op.getPads();
-  StringRef mode = op.getMode();
-  // The constant, in the tensor's element type.
-  double value = op.getValue().convertToDouble();
+  ArrayRef<int64_t> pads =
+      op->getAttrOfType<DenseI64ArrayAttr>("pads").asArrayRef();
+  auto modeAttr = op->getAttrOfType<StringAttr>("mode");
+  StringRef mode = modeAttr ? modeAttr.getValue() : "constant";
+  // The constant, in the tensor's element type (qat.pad: its quantization).
+  auto valueAttr = op->getAttrOfType<FloatAttr>("value");
+  double value = valueAttr ? valueAttr.getValueAsDouble() : 0.0;
+  if (auto q = dyn_cast<quant::UniformQuantizedType>(
+          cast<ShapedType>(op->getResult(0).getType()).getElementType()))
+    value =
+        std::clamp<double>(std::nearbyint(static_cast<float>(value) /
+                                          static_cast<float>(q.getScale())) +
+                               q.getZeroPoint(),
+                           q.getStorageTypeMin(), q.getStorageTypeMax());
   Tensor fill =
       castTensor(Tensor::wrap(DType::F64, {}, &value, nullptr), x.dtype());
   auto inStrides = stridesOf(x.shape());
@@ -252,29 +263,23 @@ int64_t nearestIndex(StringRef mode, double x) {
   return static_cast<int64_t>(std::round(x));
 }
 
-/// The input taps and weights of each output position along one axis.
-struct Taps {
-  int64_t perOutput = 1;
-  std::vector<int64_t> index;
-  std::vector<double> weight;
-};
+} // namespace
 
-Taps computeTaps(onnx::ResizeOp op, int64_t inLen, int64_t outLen,
-                 double scale) {
-  Taps taps;
-  StringRef mode = op.getMode();
-  StringRef coord = op.getCoordinateTransformationMode();
-  double a = op.getCubicCoeffA().convertToDouble();
-  bool exclude = op.getExcludeOutside() != 0;
+qatc::ref::ResizeTaps qatc::ref::resizeTaps(const ResizeParams &p,
+                                            int64_t inLen, int64_t outLen,
+                                            double scale) {
+  ResizeTaps taps;
+  StringRef mode = p.mode;
+  double a = p.cubicCoeffA;
   taps.perOutput = mode == "nearest" ? 1 : mode == "linear" ? 2 : 4;
   auto clampIndex = [&](int64_t i) {
     return std::clamp<int64_t>(i, 0, inLen - 1);
   };
   for (int64_t j = 0; j < outLen; ++j) {
-    double x =
-        sourceCoordinate(coord, static_cast<double>(j), scale, inLen, outLen);
+    double x = sourceCoordinate(p.coordinateMode, static_cast<double>(j), scale,
+                                inLen, outLen);
     if (mode == "nearest") {
-      taps.index.push_back(clampIndex(nearestIndex(op.getNearestMode(), x)));
+      taps.index.push_back(clampIndex(nearestIndex(p.nearestMode, x)));
       taps.weight.push_back(1.0);
       continue;
     }
@@ -295,36 +300,53 @@ Taps computeTaps(onnx::ResizeOp op, int64_t inLen, int64_t outLen,
     double sum = 0;
     for (int k = 0; k < 4; ++k) {
       int64_t i = base - 1 + k;
-      if (exclude && (i < 0 || i >= inLen))
+      if (p.excludeOutside && (i < 0 || i >= inLen))
         w[k] = 0;
       sum += w[k];
     }
     for (int k = 0; k < 4; ++k) {
       taps.index.push_back(clampIndex(base - 1 + k));
-      taps.weight.push_back(exclude && sum != 0 ? w[k] / sum : w[k]);
+      taps.weight.push_back(p.excludeOutside && sum != 0 ? w[k] / sum : w[k]);
     }
   }
   return taps;
 }
 
-} // namespace
+qatc::ref::ResizeParams qatc::ref::ResizeParams::of(Operation *op) {
+  ResizeParams p;
+  auto str = [&](StringRef name, StringRef dflt) {
+    auto a = op->getAttrOfType<StringAttr>(name);
+    return a ? a.str() : dflt.str();
+  };
+  p.mode = str("mode", "nearest");
+  p.coordinateMode = str("coordinate_transformation_mode", "half_pixel");
+  p.nearestMode = str("nearest_mode", "round_prefer_floor");
+  if (auto a = op->getAttrOfType<FloatAttr>("cubic_coeff_a"))
+    p.cubicCoeffA = a.getValueAsDouble();
+  if (auto a = op->getAttrOfType<IntegerAttr>("exclude_outside"))
+    p.excludeOutside = a.getInt() != 0;
+  return p;
+}
 
-Results qatc::ref::evalResize(onnx::ResizeOp op, ArrayRef<Tensor> in,
+Results qatc::ref::evalResize(Operation *op, ArrayRef<Tensor> in,
                               const KernelContext &) {
   Tensor cur = in[0];
   ArrayRef<int64_t> outShape = resultShape(op);
-  bool nearest = op.getMode() == "nearest";
+  ResizeParams params = ResizeParams::of(op);
+  ArrayRef<float> scales =
+      op->getAttrOfType<DenseF32ArrayAttr>("scales").asArrayRef();
+  bool nearest = params.mode == "nearest";
   if (!isFloat(cur.dtype()) && !nearest)
-    return op.emitOpError("linear and cubic Resize need a float input"),
+    return op->emitOpError("linear and cubic Resize need a float input"),
            failure();
   size_t elt = dtypeSize(cur.dtype());
   for (int64_t d = 0; d < cur.rank(); ++d) {
     int64_t inLen = cur.dim(d), outLen = outShape[d];
-    double scale = op.getScales()[d];
+    double scale = scales[d];
     if (inLen == outLen && scale == 1.0 &&
-        op.getCoordinateTransformationMode() != "tf_half_pixel_for_nn")
+        params.coordinateMode != "tf_half_pixel_for_nn")
       continue;
-    Taps taps = computeTaps(op, inLen, outLen, scale);
+    ResizeTaps taps = resizeTaps(params, inLen, outLen, scale);
     SmallVector<int64_t> shape(cur.shape());
     shape[d] = outLen;
     Tensor next(cur.dtype(), shape);

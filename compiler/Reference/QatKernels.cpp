@@ -438,6 +438,8 @@ Results qatc::ref::evalQat(Operation *op, ArrayRef<Tensor> in,
       .Case([&](qat::TransposeOp t) { return evalTranspose(t, in, ctx); })
       .Case([&](qat::SliceOp s) { return evalSlice(s, in, ctx); })
       .Case([&](qat::GatherOp g) { return evalGather(g, in, ctx); })
+      .Case([&](qat::ResizeOp r) { return evalResize(r, in, ctx); })
+      .Case([&](qat::PadOp p) { return evalPad(p, in, ctx); })
       .Default([&](Operation *o) -> Results {
         return o->emitOpError("has no reference implementation"), failure();
       });

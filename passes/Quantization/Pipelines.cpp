@@ -24,6 +24,7 @@ void qatc::quantization::buildLowerToQatPipeline(
     override.file = options.precisionOverride;
     pm.addPass(createQatPrecisionOverride(override));
   }
+  pm.addPass(createQatConvTransposeToConv());
   pm.addPass(createQatQdqConvert());
   pm.addPass(createQatWeightsFold());
   pm.addPass(createQatQdqPropagate());

@@ -37,10 +37,31 @@ namespace {
 
 /// Ops that only move or select values (first operand is the data).
 bool isValueSelecting(Operation *op) {
+  // A nearest Resize copies input values (qdq-rules §9 cases 35-36); linear
+  // and cubic ones compute new values.
+  if (auto r = dyn_cast<onnx::ResizeOp>(op))
+    return r.getMode() == "nearest";
+  // Pad selects values, or writes its constant (see padValueExact).
+  if (isa<onnx::PadOp>(op))
+    return true;
   return isa<onnx::MaxPoolOp, onnx::GlobalMaxPoolOp, onnx::ReshapeOp,
              onnx::FlattenOp, onnx::SqueezeOp, onnx::UnsqueezeOp,
              onnx::TransposeOp, onnx::SliceOp, onnx::GatherOp, onnx::IdentityOp,
              onnx::ConcatOp>(op);
+}
+
+/// Whether a constant Pad's value survives quantization with `type`
+/// (DQ(Q(v)) == v): then pad(DQ(q), v) == DQ(pad(q, Q(v))). Q(pad(x, v))
+/// == pad(Q(x), Q(v)) always holds.
+bool padValueExact(onnx::PadOp pad, quant::UniformQuantizedType type) {
+  if (pad.getMode() != "constant")
+    return true;
+  float v = static_cast<float>(pad.getValue().convertToDouble());
+  float s = static_cast<float>(type.getScale());
+  int64_t q =
+      quantizeValue<float>(v, s, type.getZeroPoint(), type.getStorageTypeMin(),
+                           type.getStorageTypeMax());
+  return static_cast<float>(q - type.getZeroPoint()) * s == v;
 }
 
 /// The integer clamp equal to a Relu/Clip on values dequantized with
@@ -112,6 +133,13 @@ Operation *buildIntegerTwin(OpBuilder &b, Operation *op, ValueRange inputs,
                                    g.getAxis());
   if (auto c = dyn_cast<onnx::ConcatOp>(op))
     return b.create<qat::ConcatOp>(loc, type, inputs, c.getAxis());
+  if (auto r = dyn_cast<onnx::ResizeOp>(op))
+    return b.create<qat::ResizeOp>(loc, type, inputs[0], r.getScalesAttr(),
+                                   r.getCoordinateTransformationModeAttr(),
+                                   r.getNearestModeAttr());
+  if (auto p = dyn_cast<onnx::PadOp>(op))
+    return b.create<qat::PadOp>(loc, type, inputs[0], p.getPadsAttr(),
+                                p.getModeAttr(), p.getValueAttr());
   return nullptr;
 }
 
@@ -218,6 +246,8 @@ struct QatQdqPropagatePass
       dqs.push_back(dq);
     }
     auto qtype = perTensorTypeOf(dqs.front().getInput());
+    if (auto pad = dyn_cast<onnx::PadOp>(op); pad && !padValueExact(pad, qtype))
+      return false;
     OpBuilder b(op);
     Value moved;
     if (isa<onnx::ReluOp, onnx::ClipOp>(op)) {

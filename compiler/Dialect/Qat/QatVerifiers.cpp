@@ -461,5 +461,23 @@ LogicalResult GatherOp::verify() {
   return verifyResultShape(*this, expected);
 }
 
+LogicalResult ResizeOp::verify() {
+  ArrayRef<int64_t> in = shapeOf(getInput()), out = shapeOf(getOutput());
+  if (in.size() != out.size() || getScales().size() != in.size())
+    return emitOpError("needs one scale per axis and keeps the rank");
+  return success();
+}
+
+LogicalResult PadOp::verify() {
+  ArrayRef<int64_t> in = shapeOf(getInput());
+  ArrayRef<int64_t> pads = getPads();
+  if (pads.size() != 2 * in.size())
+    return emitOpError("needs ") << 2 * in.size() << " pads";
+  SmallVector<int64_t> expected;
+  for (size_t d = 0; d < in.size(); ++d)
+    expected.push_back(in[d] + pads[d] + pads[d + in.size()]);
+  return verifyResultShape(*this, expected);
+}
+
 #define GET_OP_CLASSES
 #include "qatc/Dialect/Qat/QatOps.cpp.inc"

@@ -80,6 +80,25 @@ def QatLegalityCheck : Pass<"qat-legality-check", "::mlir::ModuleOp"> {
   ];
 }
 
+def QatConvTransposeToConv
+    : Pass<"qat-conv-transpose-to-conv", "::mlir::ModuleOp"> {
+  let summary = "Rewrite 2-D ConvTranspose as zero insertion, Pad and Conv";
+  let description = [{
+    A transposed convolution with strides s is the convolution, with the
+    kernel flipped and its input and output channels swapped (per group),
+    of its input with s - 1 zeros inserted between neighbours and padded by
+    `dilation * (kernel - 1) - pads` (plus `output_padding` at the end). The
+    zeros are inserted with Reshape -> Pad -> Reshape (ONNX ops that only
+    move values), the border with Pad (negative pads crop); the weight
+    constant is permuted where it is defined, through its Q/DQ nodes (a
+    per-channel axis 1 becomes axis 0). Afterwards Q/DQ propagate across the
+    pads and reshapes and the Conv fuses into `qat.conv` like any other, so
+    int8 and fp32 transposed convolutions both compile. Weights that are not
+    constants (possibly through QuantizeLinear/DequantizeLinear) are left
+    alone.
+  }];
+}
+
 def QatQdqConvert : Pass<"qat-qdq-convert", "::mlir::ModuleOp"> {
   let summary = "Turn ONNX Q/DQ nodes into qat.quantize / qat.dequantize";
   let description = [{

@@ -19,6 +19,7 @@
 
 #include <functional>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace qatc::ref {
@@ -65,6 +66,28 @@ std::optional<Tensor> constantValues(mlir::ElementsAttr value,
 /// `t`'s dtype; float32 for a float tensor); null if they disagree.
 mlir::DenseElementsAttr tensorAttr(const Tensor &t,
                                    mlir::RankedTensorType type);
+
+/// The attributes of a Resize (onnx.Resize or qat.resize) that decide its
+/// taps.
+struct ResizeParams {
+  std::string mode = "nearest", coordinateMode = "half_pixel",
+              nearestMode = "round_prefer_floor";
+  double cubicCoeffA = -0.75;
+  bool excludeOutside = false;
+  static ResizeParams of(mlir::Operation *op);
+};
+
+/// The input taps of each output position along one axis of a Resize:
+/// `perOutput` (1 nearest, 2 linear, 4 cubic) clamped input indices and
+/// weights per output index. The reference and the code generator both
+/// interpolate with these.
+struct ResizeTaps {
+  int64_t perOutput = 1;
+  std::vector<int64_t> index;
+  std::vector<double> weight;
+};
+ResizeTaps resizeTaps(const ResizeParams &params, int64_t inLen, int64_t outLen,
+                      double scale);
 
 /// The model's function.
 mlir::func::FuncOp getMainFunction(mlir::ModuleOp module);

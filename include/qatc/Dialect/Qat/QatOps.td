@@ -321,4 +321,33 @@ def Qat_GatherOp : Qat_SameScaleOp<"gather"> {
       "$input `[` $indices `]` attr-dict `:` functional-type(operands, results)";
 }
 
+def Qat_ResizeOp : Qat_SameScaleOp<"resize"> {
+  let summary = "nearest-neighbour Resize of int8 data";
+  let description = [{
+    The int8 twin of a nearest `onnx.Resize` (which only selects values, so
+    Q/DQ move across it exactly); the attributes are onnx.Resize's.
+  }];
+  let arguments = (ins Qat_PerTensorQuantTensor:$input,
+                   DenseF32ArrayAttr:$scales,
+                   DefaultValuedAttr<StrAttr, "\"half_pixel\"">:$coordinate_transformation_mode,
+                   DefaultValuedAttr<StrAttr, "\"round_prefer_floor\"">:$nearest_mode);
+  let results = (outs Qat_PerTensorQuantTensor:$output);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($output)";
+}
+
+def Qat_PadOp : Qat_SameScaleOp<"pad"> {
+  let summary = "Pad of int8 data (onnx.Pad's attributes)";
+  let description = [{
+    The int8 twin of `onnx.Pad`: `value` is the real padding value; the
+    padded elements hold its quantization under the result's type (Q/DQ
+    move across a constant Pad only when that quantization is exact).
+  }];
+  let arguments = (ins Qat_PerTensorQuantTensor:$input,
+                   DenseI64ArrayAttr:$pads,
+                   DefaultValuedAttr<StrAttr, "\"constant\"">:$mode,
+                   DefaultValuedAttr<F64Attr, "0.0">:$value);
+  let results = (outs Qat_PerTensorQuantTensor:$output);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($output)";
+}
+
 #endif // QATC_DIALECT_QAT_QATOPS_TD

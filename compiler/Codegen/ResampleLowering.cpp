@@ -1,0 +1,327 @@
+//===- ResampleLowering.cpp - Resize, Pad, Gather, block moves ------------===//
+//
+// Ops whose result elements are input elements found through a per-axis
+// index (Resize nearest, Pad in every mode, Gather with constant indices)
+// are one gather nest with an index table per remapped axis
+// (emitGatherMap); linear Resize interpolates one axis per layer, as the
+// reference evaluator does, with the same taps (ref::resizeTaps). Block
+// moves (DepthToSpace, SpaceToDepth, Tile) are strided copies over a
+// refined index space, and Expand is a view with zero strides.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GraphLowering.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace qatc;
+using namespace qatc::codegen;
+
+namespace qatc::codegen::lowering {
+
+namespace {
+
+/// A table entry that marks padding (any sum containing it stays negative).
+constexpr int64_t kPadEntry = -(int64_t(1) << 40);
+
+/// Reflects or clamps `i` into [0, n) as Pad's edge / reflect modes do;
+/// nullopt for constant padding.
+std::optional<int64_t> padSource(StringRef mode, int64_t i, int64_t n) {
+  if (i >= 0 && i < n)
+    return i;
+  if (mode == "edge")
+    return std::clamp<int64_t>(i, 0, n - 1);
+  if (mode == "reflect") {
+    if (n == 1)
+      return 0;
+    int64_t period = 2 * (n - 1);
+    int64_t m = ((i % period) + period) % period;
+    return m < n ? m : period - m;
+  }
+  if (mode == "wrap")
+    return ((i % n) + n) % n;
+  return std::nullopt;
+}
+
+} // namespace
+
+LogicalResult GraphLowering::gatherLayer(Operation *op, std::string kernel,
+                                         int in,
+                                         std::vector<std::vector<int64_t>> idx,
+                                         std::optional<double> fill) {
+  Value res = op->getResult(0);
+  auto shape = cast<RankedTensorType>(res.getType()).getShape();
+  int o = resultTensor(res, layoutFor(shape));
+  if (tensors[o].int8 != tensors[in].int8)
+    return op->emitError("a gather keeps its element type");
+  std::vector<int64_t> inStrides = stridesOf(tensors[in]);
+  // Tables of element offsets for the remapped axes.
+  std::vector<int64_t> tables(shape.size(), -1);
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (idx[d].empty())
+      continue;
+    std::vector<int64_t> offsets;
+    for (int64_t i : idx[d])
+      offsets.push_back(i < 0 ? kPadEntry : i * inStrides[d]);
+    tables[d] = addArray(offsets);
+  }
+  bool int8 = tensors[o].int8;
+  int64_t fillStored = 0;
+  if (fill && int8) {
+    const CTensor &O = tensors[o];
+    fillStored = std::clamp<int64_t>(static_cast<int64_t>(std::nearbyint(
+                                         static_cast<float>(*fill) / O.scale)) +
+                                         O.zp,
+                                     O.qmin, O.qmax);
+  }
+  std::vector<int64_t> loop(shape.begin(), shape.end());
+  addLayer(op, kernel, int8 ? "int8" : "fp32", product(loop) > 4096, 0, {in},
+           {o}, [=](KB &k) {
+             GatherMap m;
+             m.shape = loop;
+             m.out = operand(Src{o, -1, {}}, loop);
+             m.in = operand(Src{in, -1, {}}, loop);
+             // The input's own strides (not broadcast over the result).
+             m.in.strides = stridesOf(tensors[in]);
+             m.tables = tables;
+             m.hasFill = fill.has_value();
+             m.fill = fill ? static_cast<float>(*fill) : 0.f;
+             m.fillStored = fillStored;
+             emitGatherMap(k, m);
+           });
+  return success();
+}
+
+LogicalResult GraphLowering::lowerResize(Operation *op, Value inV) {
+  ref::ResizeParams p = ref::ResizeParams::of(op);
+  auto inShape = cast<ShapedType>(inV.getType()).getShape();
+  auto outShape = cast<ShapedType>(op->getResult(0).getType()).getShape();
+  ArrayRef<float> scales =
+      op->getAttrOfType<DenseF32ArrayAttr>("scales").asArrayRef();
+  if (p.mode == "cubic")
+    return op->emitError("qatc compiles nearest and linear Resize; cubic "
+                         "interpolation is refused");
+  // The axes that change, as the reference skips the others.
+  std::vector<size_t> axes;
+  for (size_t d = 0; d < inShape.size(); ++d)
+    if (!(inShape[d] == outShape[d] && scales[d] == 1.0f &&
+          p.coordinateMode != "tf_half_pixel_for_nn"))
+      axes.push_back(d);
+  int in = tensorOf(inV);
+  if (p.mode == "nearest") {
+    std::vector<std::vector<int64_t>> idx(outShape.size());
+    for (size_t d : axes)
+      idx[d] = ref::resizeTaps(p, inShape[d], outShape[d], scales[d]).index;
+    return gatherLayer(op, "resize-nearest", in, idx, std::nullopt);
+  }
+  if (tensors[in].int8)
+    return op->emitError("linear Resize of int8 data is compiled as "
+                         "dequantize, float Resize, quantize");
+  if (axes.empty()) {
+    valueTensor[op->getResult(0)] = in;
+    return success();
+  }
+  // One layer per axis: out = f32(w0 * x0 + w1 * x1) in f64, exactly the
+  // reference's arithmetic.
+  std::vector<int64_t> cur(inShape.begin(), inShape.end());
+  int src = in;
+  for (size_t a = 0; a < axes.size(); ++a) {
+    size_t d = axes[a];
+    ref::ResizeTaps taps =
+        ref::resizeTaps(p, inShape[d], outShape[d], scales[d]);
+    cur[d] = outShape[d];
+    bool last = a + 1 == axes.size();
+    int dst =
+        last ? resultTensor(op->getResult(0), layoutFor(cur))
+             : newTensor(nameOf(op->getResult(0)) + "/axis" + std::to_string(d),
+                         cur, false, layoutFor(cur));
+    int64_t stride = stridesOf(tensors[src])[d];
+    std::vector<int64_t> offsets;
+    for (int64_t i : taps.index)
+      offsets.push_back(i * stride);
+    int64_t tapOff = addArray(offsets), weightOff = addArray(taps.weight);
+    std::vector<int64_t> loop = cur;
+    addLayer(op, "resize-linear", "fp32", product(loop) > 4096, 0, {src}, {dst},
+             [=](KB &k) {
+               LerpAxis m;
+               m.shape = loop;
+               m.out = operand(Src{dst, -1, {}}, loop);
+               m.in = operand(Src{src, -1, {}}, loop);
+               m.in.strides = stridesOf(tensors[src]);
+               m.axis = d;
+               m.tapOff = tapOff;
+               m.weightOff = weightOff;
+               OpBuilder &b = k.b;
+               emitLerpAxis(k, m, [&](ArrayRef<Value> v) -> Value {
+                 Type f64 = b.getF64Type();
+                 Value x0 = b.create<arith::ExtFOp>(k.loc, f64, v[0]);
+                 Value x1 = b.create<arith::ExtFOp>(k.loc, f64, v[1]);
+                 Value y = b.create<arith::AddFOp>(
+                     k.loc, b.create<arith::MulFOp>(k.loc, v[2], x0),
+                     b.create<arith::MulFOp>(k.loc, v[3], x1));
+                 return b.create<arith::TruncFOp>(k.loc, k.f32, y);
+               });
+             });
+    src = dst;
+  }
+  return success();
+}
+
+LogicalResult GraphLowering::lowerPad(Operation *op) {
+  ArrayRef<int64_t> pads =
+      op->getAttrOfType<DenseI64ArrayAttr>("pads").asArrayRef();
+  Value data = op->getOperand(0);
+  if (llvm::all_of(pads, [](int64_t p) { return p == 0; })) {
+    valueTensor[op->getResult(0)] = tensorOf(data);
+    return success();
+  }
+  auto modeAttr = op->getAttrOfType<StringAttr>("mode");
+  StringRef mode = modeAttr ? modeAttr.getValue() : "constant";
+  if (mode != "constant" && mode != "edge" && mode != "reflect" &&
+      mode != "wrap")
+    return op->emitError("Pad mode '") << mode << "' is not supported";
+  auto inShape = cast<ShapedType>(data.getType()).getShape();
+  auto outShape = cast<ShapedType>(op->getResult(0).getType()).getShape();
+  size_t rank = inShape.size();
+  std::vector<std::vector<int64_t>> idx(rank);
+  for (size_t d = 0; d < rank; ++d) {
+    if (pads[d] == 0 && pads[d + rank] == 0)
+      continue;
+    for (int64_t j = 0; j < outShape[d]; ++j) {
+      auto s = padSource(mode, j - pads[d], inShape[d]);
+      idx[d].push_back(s ? *s : -1);
+    }
+  }
+  std::optional<double> fill;
+  if (mode == "constant") {
+    auto v = op->getAttrOfType<FloatAttr>("value");
+    fill = v ? v.getValueAsDouble() : 0.0;
+  }
+  return gatherLayer(op, "pad-" + mode.str(), tensorOf(data), idx, fill);
+}
+
+LogicalResult GraphLowering::lowerGather(Operation *op, Value data,
+                                         Value indices, int64_t axis) {
+  auto idx = constantOf(indices);
+  if (!idx)
+    return op->emitError("qatc compiles Gather with constant indices only "
+                         "(these are computed at run time)");
+  auto dataShape = cast<ShapedType>(data.getType()).getShape();
+  if (axis < 0)
+    axis += dataShape.size();
+  if (idx->rank() > 1)
+    return op->emitError("qatc compiles Gather with 0-D or 1-D indices only");
+  int in = tensorOf(data);
+  std::vector<int64_t> values;
+  for (int64_t i = 0; i < idx->numElements(); ++i) {
+    int64_t v = intAt(*idx, i);
+    values.push_back(v < 0 ? v + dataShape[axis] : v);
+  }
+  std::vector<int64_t> st = stridesOf(tensors[in]);
+  int64_t base = tensors[in].view ? tensors[in].vbase : 0;
+  if (idx->rank() == 0) {
+    // One index: a view without the axis.
+    std::vector<int64_t> strides;
+    for (size_t d = 0; d < st.size(); ++d)
+      if (static_cast<int64_t>(d) != axis)
+        strides.push_back(st[d]);
+    makeView(in, op->getResult(0), strides, base + values[0] * st[axis]);
+    return success();
+  }
+  std::vector<std::vector<int64_t>> tables(dataShape.size());
+  tables[axis] = values;
+  return gatherLayer(op, "gather", in, tables, std::nullopt);
+}
+
+LogicalResult GraphLowering::lowerDepthSpace(Operation *op) {
+  Value inV = op->getOperand(0);
+  int in = tensorOf(inV);
+  Value res = op->getResult(0);
+  auto outShape = cast<ShapedType>(res.getType()).getShape();
+  auto inShape = cast<ShapedType>(inV.getType()).getShape();
+  int o = resultTensor(res, layoutFor(outShape));
+  int64_t b = op->getAttrOfType<IntegerAttr>("blocksize").getInt();
+  std::vector<int64_t> si = stridesOf(tensors[in]), so = stridesOf(tensors[o]);
+  // A loop over (n, c, h, i, w, j) with the strides of both sides.
+  std::vector<int64_t> loop, inSt, outSt;
+  if (auto d2s = dyn_cast<onnx::DepthToSpaceOp>(op)) {
+    int64_t c = outShape[1];
+    bool dcr = d2s.getMode() == "DCR";
+    loop = {outShape[0], c, inShape[2], b, inShape[3], b};
+    outSt = {so[0], so[1], b * so[2], so[2], b * so[3], so[3]};
+    // DCR: input channel (i * b + j) * C + c; CRD: c * b * b + i * b + j.
+    inSt = {si[0], dcr ? si[1] : b * b * si[1],
+            si[2], dcr ? b * c * si[1] : b * si[1],
+            si[3], dcr ? c * si[1] : si[1]};
+  } else {
+    int64_t c = inShape[1];
+    // Output channel (i * b + j) * C + c reads input (c, h * b + i, w * b + j).
+    loop = {inShape[0], c, outShape[2], b, outShape[3], b};
+    inSt = {si[0], si[1], b * si[2], si[2], b * si[3], si[3]};
+    outSt = {so[0], so[1], so[2], b * c * so[1], so[3], c * so[1]};
+  }
+  bool int8 = tensors[o].int8;
+  int64_t inBase = tensors[in].view ? tensors[in].vbase : 0;
+  addLayer(op, "block-move", int8 ? "int8" : "fp32", product(loop) > 4096, 0,
+           {in}, {o}, [=](KB &k) {
+             StridedMap m;
+             m.shape = loop;
+             m.out = operand(Src{o, -1, {}}, outShape);
+             m.out.strides = outSt;
+             m.ins = {operand(Src{in, -1, {}}, inShape)};
+             m.ins[0].strides = inSt;
+             m.ins[0].offset = inBase;
+             emitStridedMap(k, m, nullptr);
+           });
+  return success();
+}
+
+LogicalResult GraphLowering::lowerTile(onnx::TileOp op) {
+  int in = tensorOf(op.getInput());
+  auto inShape = cast<ShapedType>(op.getInput().getType()).getShape();
+  auto outShape = cast<ShapedType>(op.getType()).getShape();
+  int o = resultTensor(op.getResult(), layoutFor(outShape));
+  std::vector<int64_t> si = stridesOf(tensors[in]), so = stridesOf(tensors[o]);
+  // Output axis d is (repeat r, position i): index r * dim + i.
+  std::vector<int64_t> loop, inSt, outSt;
+  for (size_t d = 0; d < inShape.size(); ++d) {
+    loop.push_back(op.getRepeats()[d]);
+    inSt.push_back(0);
+    outSt.push_back(inShape[d] * so[d]);
+    loop.push_back(inShape[d]);
+    inSt.push_back(si[d]);
+    outSt.push_back(so[d]);
+  }
+  bool int8 = tensors[o].int8;
+  int64_t inBase = tensors[in].view ? tensors[in].vbase : 0;
+  addLayer(op, "tile", int8 ? "int8" : "fp32", product(loop) > 4096, 0, {in},
+           {o}, [=](KB &k) {
+             StridedMap m;
+             m.shape = loop;
+             m.out = operand(Src{o, -1, {}}, outShape);
+             m.out.strides = outSt;
+             m.ins = {operand(Src{in, -1, {}}, inShape)};
+             m.ins[0].strides = inSt;
+             m.ins[0].offset = inBase;
+             emitStridedMap(k, m, nullptr);
+           });
+  return success();
+}
+
+LogicalResult GraphLowering::lowerExpand(onnx::ExpandOp op) {
+  // A view: broadcast axes get stride 0.
+  int in = tensorOf(op.getInput());
+  auto inShape = cast<ShapedType>(op.getInput().getType()).getShape();
+  auto outShape = cast<ShapedType>(op.getType()).getShape();
+  std::vector<int64_t> si = stridesOf(tensors[in]);
+  std::vector<int64_t> st(outShape.size(), 0);
+  size_t lead = outShape.size() - inShape.size();
+  for (size_t d = 0; d < inShape.size(); ++d)
+    if (inShape[d] != 1)
+      st[lead + d] = si[d];
+  makeView(in, op.getResult(), st, tensors[in].view ? tensors[in].vbase : 0);
+  return success();
+}
+
+} // namespace qatc::codegen::lowering
