@@ -414,16 +414,29 @@ LogicalResult GraphLowering::run() {
     Operation *op = &opRef;
     if (folded.contains(op))
       continue;
-    // Compiled tensors are f32 or int8; integer and bool values must have
-    // been folded into constants at import.
-    if (!isa<onnx::ConstantOp, qat::ConstantOp, func::ReturnOp>(op))
+    // Compiled tensors are f32 or int8; bool ones (comparisons, Where's
+    // condition) are held as f32 0 / 1; int64 only leaves the graph as
+    // ArgMax / ArgMin results. Other integer values must have been folded
+    // into constants at import.
+    if (!isa<onnx::ConstantOp, qat::ConstantOp, func::ReturnOp>(op)) {
+      bool argReduce = isa<onnx::ArgMaxOp, onnx::ArgMinOp>(op);
       for (Value r : op->getResults()) {
         Type elt = getElementTypeOrSelf(r.getType());
-        if (!elt.isF32() && !isa<quant::QuantizedType>(elt))
+        if (!elt.isF32() && !elt.isInteger(1) &&
+            !isa<quant::QuantizedType>(elt) &&
+            !(argReduce && elt.isInteger(64)))
           return op->emitError("qatc compiles f32 and int8 tensors; this ")
                  << op->getName().stripDialect() << " produces " << elt
                  << " values at run time";
       }
+      for (Value v : op->getOperands())
+        if (getElementTypeOrSelf(v.getType()).isInteger(64) &&
+            !v.getDefiningOp<onnx::ConstantOp>() &&
+            !isa<onnx::GatherOp, qat::GatherOp>(op))
+          return op->emitError("qatc compiles f32 and int8 tensors; this ")
+                 << op->getName().stripDialect()
+                 << " reads int64 values computed at run time";
+    }
     LogicalResult r =
         llvm::TypeSwitch<Operation *, LogicalResult>(op)
             .Case<onnx::ConstantOp, qat::ConstantOp>(
@@ -496,6 +509,70 @@ LogicalResult GraphLowering::run() {
             })
             .Case<onnx::LogSoftmaxOp>(
                 [&](auto o) { return lowerLogSoftmax(o); })
+            .Case<onnx::ArgMaxOp, onnx::ArgMinOp>(
+                [&](Operation *o) { return lowerArgReduce(o); })
+            .Case<onnx::EqualOp, onnx::LessOp, onnx::LessOrEqualOp,
+                  onnx::GreaterOp, onnx::GreaterOrEqualOp>([&](Operation *o) {
+              // Bool results are f32 0 / 1.
+              arith::CmpFPredicate pred =
+                  isa<onnx::EqualOp>(o)         ? arith::CmpFPredicate::OEQ
+                  : isa<onnx::LessOp>(o)        ? arith::CmpFPredicate::OLT
+                  : isa<onnx::LessOrEqualOp>(o) ? arith::CmpFPredicate::OLE
+                  : isa<onnx::GreaterOp>(o)     ? arith::CmpFPredicate::OGT
+                                                : arith::CmpFPredicate::OGE;
+              return lowerBinary(
+                  o, "compare", [=](KB &k, ArrayRef<Value> v) -> Value {
+                    Value c =
+                        k.b.create<arith::CmpFOp>(k.loc, pred, v[0], v[1]);
+                    return k.select(c, k.cf(1.f), k.cf(0.f));
+                  });
+            })
+            .Case<onnx::CastOp>([&](onnx::CastOp o) -> LogicalResult {
+              Type from = getElementTypeOrSelf(o.getInput().getType());
+              Type to = getElementTypeOrSelf(o.getType());
+              // Bool is held as f32 0 / 1: to f32 it is the same bytes.
+              if ((from.isF32() || from.isInteger(1)) && to.isF32()) {
+                valueTensor[o.getResult()] = tensorOf(o.getInput());
+                return success();
+              }
+              if (from.isF32() && to.isInteger(1))
+                return lowerUnary(o, "to-bool", [](KB &k, ArrayRef<Value> v) {
+                  Value c = k.b.create<arith::CmpFOp>(
+                      k.loc, arith::CmpFPredicate::UNE, v[0], k.cf(0.f));
+                  return k.select(c, k.cf(1.f), k.cf(0.f));
+                });
+              return o.emitError("qatc compiles Cast between f32 and bool "
+                                 "only; this one casts ")
+                     << from << " to " << to;
+            })
+            .Case<onnx::NotOp>([&](auto o) {
+              return lowerUnary(o, "not", [](KB &k, ArrayRef<Value> v) {
+                return k.b.create<arith::SubFOp>(k.loc, k.cf(1.f), v[0]);
+              });
+            })
+            .Case<onnx::AndOp>([&](auto o) {
+              return lowerBinary(o, "and", binaryFn<arith::MulFOp>());
+            })
+            .Case<onnx::OrOp>([&](auto o) {
+              return lowerBinary(o, "or", binaryFn<arith::MaximumFOp>());
+            })
+            .Case<onnx::XorOp>([&](auto o) {
+              return lowerBinary(o, "xor", [](KB &k, ArrayRef<Value> v) {
+                Value c = k.b.create<arith::CmpFOp>(
+                    k.loc, arith::CmpFPredicate::ONE, v[0], v[1]);
+                return k.select(c, k.cf(1.f), k.cf(0.f));
+              });
+            })
+            .Case<onnx::WhereOp>([&](auto o) {
+              return lowerMap(
+                  o,
+                  {srcOf(o.getCondition()), srcOf(o.getX()), srcOf(o.getY())},
+                  "where", [](KB &k, ArrayRef<Value> v) -> Value {
+                    Value c = k.b.create<arith::CmpFOp>(
+                        k.loc, arith::CmpFPredicate::ONE, v[0], k.cf(0.f));
+                    return k.select(c, v[1], v[2]);
+                  });
+            })
             .Case<onnx::PReluOp>([&](auto o) {
               return lowerBinary(
                   o, "prelu", [](KB &k, ArrayRef<Value> v) -> Value {
@@ -737,6 +814,10 @@ LogicalResult GraphLowering::run() {
                   return ret.emitError("qatc compiles models with float "
                                        "outputs only (output ")
                          << i << " is quantized)";
+                if (getElementTypeOrSelf(v.getType()).isInteger(1))
+                  return ret.emitError("qatc compiles models with float "
+                                       "or int64 outputs only (output ")
+                         << i << " is bool)";
                 t = inLayout(t, plan::Layout::Plain, ret.getLoc());
                 // A graph input or an earlier output returned again gets a
                 // tensor of its own (its name is this output's).

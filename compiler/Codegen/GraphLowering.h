@@ -231,6 +231,8 @@ inline int64_t intAt(const ref::Tensor &t, int64_t i) {
     return t.data<uint8_t>()[i];
   case ref::DType::I32:
     return t.data<int32_t>()[i];
+  case ref::DType::Bool:
+    return t.data<uint8_t>()[i] != 0;
   default:
     return 0;
   }
@@ -406,6 +408,9 @@ private:
   LogicalResult lowerReduce(Operation *op, Value in, ArrayRef<int64_t> axes,
                             ReduceKind kind);
   LogicalResult lowerLogSoftmax(onnx::LogSoftmaxOp op);
+  /// ArgMax / ArgMin of f32 data: an int64 tensor (a graph output; nothing
+  /// else reads int64 at run time).
+  LogicalResult lowerArgReduce(Operation *op);
   /// Softmax or LogSoftmax of `x` along `axis`.
   LogicalResult lowerSoftmaxLike(Operation *op, Value x, int64_t axis,
                                  bool log);

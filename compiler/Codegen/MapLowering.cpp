@@ -382,6 +382,60 @@ LogicalResult GraphLowering::lowerSoftmaxLike(Operation *op, Value xV,
   return success();
 }
 
+LogicalResult GraphLowering::lowerArgReduce(Operation *op) {
+  Value xV = op->getOperand(0);
+  auto shape = cast<ShapedType>(xV.getType()).getShape();
+  int64_t axis = op->getAttrOfType<IntegerAttr>("axis").getInt();
+  if (axis < 0)
+    axis += shape.size();
+  auto last = op->getAttrOfType<IntegerAttr>("select_last_index");
+  bool lastIndex = last && last.getInt() != 0;
+  bool isMax = isa<onnx::ArgMaxOp>(op);
+  int in = inLayout(tensorOf(xV), plan::Layout::Plain, op->getLoc());
+  if (tensors[in].int8)
+    return op->emitError("qatc compiles ArgMax / ArgMin of f32 data only");
+  Value res = op->getResult(0);
+  int o = newTensor(nameOf(res), cast<ShapedType>(res.getType()).getShape(),
+                    false, plan::Layout::Plain);
+  tensors[o].desc.type = plan::ElemType::I64;
+  out.manifest.tensors[tensors[o].manifestIndex].type = plan::ElemType::I64;
+  storages[tensors[o].storage].bytes =
+      roundUp(std::max<int64_t>(product(tensors[o].desc.shape) * 8, 1), 64);
+  valueTensor[res] = o;
+  int64_t n = shape[axis], inner = product(shape.drop_front(axis + 1)),
+          rows = product(shape) / n;
+  addLayer(op, isMax ? "argmax" : "argmin", "fp32", rows >= 64, 0, {in}, {o},
+           [=](KB &k) {
+             OpBuilder &b = k.b;
+             int64_t xo = tensors[in].desc.offset, yo = tensors[o].desc.offset;
+             auto [b0, e0] = k.share(rows);
+             k.loop(b0, e0, 1, [&](Value r) {
+               Value base = k.add(k.mul(k.div(r, k.c(inner)), k.c(n * inner)),
+                                  k.rem(r, k.c(inner)));
+               auto x = [&](Value i) {
+                 return k.load(k.f32,
+                               k.at(xo, k.add(base, k.mul(i, k.c(inner))), 4));
+               };
+               // The first (or with select_last_index the last) extreme.
+               arith::CmpFPredicate better =
+                   isMax ? (lastIndex ? arith::CmpFPredicate::OGE
+                                      : arith::CmpFPredicate::OGT)
+                         : (lastIndex ? arith::CmpFPredicate::OLE
+                                      : arith::CmpFPredicate::OLT);
+               SmallVector<Value> best =
+                   k.loop(k.c(1), k.c(n), 1, ValueRange{x(k.c(0)), k.c(0)},
+                          [&](Value i, ValueRange a) -> SmallVector<Value> {
+                            Value v = x(i);
+                            Value c =
+                                b.create<arith::CmpFOp>(k.loc, better, v, a[0]);
+                            return {k.select(c, v, a[0]), k.select(c, i, a[1])};
+                          });
+               k.store(best[1], k.at(yo, r, 8));
+             });
+           });
+  return success();
+}
+
 LogicalResult GraphLowering::lowerLayerNorm(onnx::LayerNormalizationOp op) {
   auto shape = cast<ShapedType>(op.getX().getType()).getShape();
   int64_t axis = static_cast<int64_t>(op.getAxis());
