@@ -36,8 +36,15 @@ def main():
         model, _, feed = spec.partition(":")
         name = os.path.splitext(os.path.basename(model))[0]
         plan = os.path.join(args.work, name + ".plan")
-        subprocess.run([args.qatc, "compile", model, "-o", plan], check=True,
-                       capture_output=True)
+        compile_cmd = [args.qatc, "compile", model, "-o", plan]
+        # Dynamic dimensions take their sizes from the input data.
+        if feed and "=" in feed:
+            import numpy as np
+            input_name, _, npy = feed.partition("=")
+            shape = np.load(npy, mmap_mode="r").shape
+            compile_cmd.append("--input-shape=%s=%s" % (
+                input_name, "x".join(str(d) for d in shape)))
+        subprocess.run(compile_cmd, check=True, capture_output=True)
         for t in args.threads:
             q = json.loads(subprocess.run(
                 [args.qatc, "bench", plan, "--threads", str(t), "--iterations",

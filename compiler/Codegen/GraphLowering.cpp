@@ -780,12 +780,18 @@ LogicalResult GraphLowering::run() {
             })
             .Case<onnx::SqueezeOp, onnx::UnsqueezeOp>(
                 [&](Operation *o) { return lowerReshape(o, o->getOperand(0)); })
-            .Case<qat::ReshapeOp>(
-                [&](auto o) { return lowerReshape(o, o.getInput()); })
+            .Case<qat::ReshapeOp>([&](auto o) {
+              if (auto r = tryZeroInsertion(o))
+                return *r;
+              return lowerReshape(o, o.getInput());
+            })
             .Case<onnx::FlattenOp>(
                 [&](auto o) { return lowerReshape(o, o.getInput()); })
-            .Case<onnx::ReshapeOp>(
-                [&](auto o) { return lowerReshape(o, o.getData()); })
+            .Case<onnx::ReshapeOp>([&](auto o) {
+              if (auto r = tryZeroInsertion(o))
+                return *r;
+              return lowerReshape(o, o.getData());
+            })
             .Case<onnx::ConvOp>([&](auto o) { return lowerFloatConv(o); })
             .Case<onnx::GemmOp>([&](auto o) { return lowerGemm(o); })
             .Case<onnx::MatMulOp>([&](auto o) { return lowerFloatMatMul(o); })

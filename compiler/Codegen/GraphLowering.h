@@ -392,9 +392,19 @@ private:
   LogicalResult lowerResize(Operation *op, Value in);
   /// onnx.Pad and qat.pad, every mode.
   LogicalResult lowerPad(Operation *op);
+  /// The zero insertion of a rewritten ConvTranspose (Reshape to rank 6 ->
+  /// Pad -> Reshape -> [border Pad]) starting at `reshape6`, as one gather;
+  /// nullopt when the ops do not form it.
+  std::optional<LogicalResult> tryZeroInsertion(Operation *reshape6);
   /// Gather (onnx or qat) with constant 0-D or 1-D indices.
   LogicalResult lowerGather(Operation *op, Value data, Value indices,
                             int64_t axis);
+  /// A copy of `in` to `o` over the index space `loop`, each side walked
+  /// with its own element strides (block moves, tiling).
+  LogicalResult stridedCopyLayer(Operation *op, std::string kernel, int in,
+                                 int o, std::vector<int64_t> loop,
+                                 std::vector<int64_t> inStrides,
+                                 std::vector<int64_t> outStrides);
   /// DepthToSpace / SpaceToDepth.
   LogicalResult lowerDepthSpace(Operation *op);
   LogicalResult lowerTile(onnx::TileOp op);

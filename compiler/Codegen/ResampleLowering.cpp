@@ -201,6 +201,71 @@ LogicalResult GraphLowering::lowerPad(Operation *op) {
   return gatherLayer(op, "pad-" + mode.str(), tensorOf(data), idx, fill);
 }
 
+std::optional<LogicalResult>
+GraphLowering::tryZeroInsertion(Operation *reshape6) {
+  // Reshape [N,C,H,W] -> [N,C,H,1,W,1] -> Pad (s - 1 zeros after each
+  // element) -> Reshape [N,C,H s,W s] -> [Pad (the border)]: one gather
+  // into the NHWC result, channels innermost.
+  auto single = [](Value v) -> Operation * {
+    return v.hasOneUse() ? *v.getUsers().begin() : nullptr;
+  };
+  auto zeroPad = [](Operation *op) {
+    if (!isa_and_nonnull<onnx::PadOp, qat::PadOp>(op))
+      return false;
+    auto mode = op->getAttrOfType<StringAttr>("mode");
+    auto value = op->getAttrOfType<FloatAttr>("value");
+    return (!mode || mode.getValue() == "constant") &&
+           (!value || value.getValueAsDouble() == 0.0);
+  };
+  Value x = reshape6->getOperand(0);
+  auto xs = cast<ShapedType>(x.getType()).getShape();
+  auto s6 = cast<ShapedType>(reshape6->getResult(0).getType()).getShape();
+  if (xs.size() != 4 || s6.size() != 6 || s6[3] != 1 || s6[5] != 1 ||
+      s6[0] != xs[0] || s6[1] != xs[1] || s6[2] != xs[2] || s6[4] != xs[3])
+    return std::nullopt;
+  Operation *pad6 = single(reshape6->getResult(0));
+  if (!zeroPad(pad6))
+    return std::nullopt;
+  ArrayRef<int64_t> p6 =
+      pad6->getAttrOfType<DenseI64ArrayAttr>("pads").asArrayRef();
+  for (size_t i = 0; i < 12; ++i)
+    if (i != 9 && i != 11 && p6[i] != 0)
+      return std::nullopt;
+  int64_t sh = p6[9] + 1, sw = p6[11] + 1;
+  Operation *reshape4 = single(pad6->getResult(0));
+  if (!isa_and_nonnull<onnx::ReshapeOp, qat::ReshapeOp>(reshape4))
+    return std::nullopt;
+  auto s4 = cast<ShapedType>(reshape4->getResult(0).getType()).getShape();
+  if (s4.size() != 4 || s4[2] != xs[2] * sh || s4[3] != xs[3] * sw)
+    return std::nullopt;
+  Operation *last = reshape4;
+  int64_t bh = 0, bw = 0;
+  if (Operation *border = single(reshape4->getResult(0)); zeroPad(border)) {
+    ArrayRef<int64_t> pb =
+        border->getAttrOfType<DenseI64ArrayAttr>("pads").asArrayRef();
+    if (pb[0] == 0 && pb[1] == 0 && pb[4] == 0 && pb[5] == 0) {
+      bh = pb[2];
+      bw = pb[3];
+      last = border;
+    }
+  }
+  auto outShape = cast<ShapedType>(last->getResult(0).getType()).getShape();
+  std::vector<std::vector<int64_t>> idx(4);
+  auto table = [](int64_t outLen, int64_t begin, int64_t s, int64_t inLen) {
+    std::vector<int64_t> t;
+    for (int64_t y = 0; y < outLen; ++y) {
+      int64_t p = y - begin;
+      t.push_back(p >= 0 && p % s == 0 && p / s < inLen ? p / s : -1);
+    }
+    return t;
+  };
+  idx[2] = table(outShape[2], bh, sh, xs[2]);
+  idx[3] = table(outShape[3], bw, sw, xs[3]);
+  for (Operation *op : {reshape6, pad6, reshape4, last})
+    folded.insert(op);
+  return gatherLayer(last, "zero-insert", tensorOf(x), idx, 0.0);
+}
+
 LogicalResult GraphLowering::lowerGather(Operation *op, Value data,
                                          Value indices, int64_t axis) {
   auto idx = constantOf(indices);
@@ -234,6 +299,27 @@ LogicalResult GraphLowering::lowerGather(Operation *op, Value data,
   return gatherLayer(op, "gather", in, tables, std::nullopt);
 }
 
+LogicalResult GraphLowering::stridedCopyLayer(Operation *op, std::string kernel,
+                                              int in, int o,
+                                              std::vector<int64_t> loop,
+                                              std::vector<int64_t> inStrides,
+                                              std::vector<int64_t> outStrides) {
+  bool int8 = tensors[o].int8;
+  int64_t inBase = tensors[in].view ? tensors[in].vbase : 0;
+  addLayer(op, std::move(kernel), int8 ? "int8" : "fp32", product(loop) > 4096,
+           0, {in}, {o}, [=](KB &k) {
+             StridedMap m;
+             m.shape = loop;
+             m.out = operand(Src{o, -1, {}}, tensors[o].desc.shape);
+             m.out.strides = outStrides;
+             m.ins = {operand(Src{in, -1, {}}, tensors[in].desc.shape)};
+             m.ins[0].strides = inStrides;
+             m.ins[0].offset = inBase;
+             emitStridedMap(k, m, nullptr);
+           });
+  return success();
+}
+
 LogicalResult GraphLowering::lowerDepthSpace(Operation *op) {
   Value inV = op->getOperand(0);
   int in = tensorOf(inV);
@@ -261,20 +347,7 @@ LogicalResult GraphLowering::lowerDepthSpace(Operation *op) {
     inSt = {si[0], si[1], b * si[2], si[2], b * si[3], si[3]};
     outSt = {so[0], so[1], so[2], b * c * so[1], so[3], c * so[1]};
   }
-  bool int8 = tensors[o].int8;
-  int64_t inBase = tensors[in].view ? tensors[in].vbase : 0;
-  addLayer(op, "block-move", int8 ? "int8" : "fp32", product(loop) > 4096, 0,
-           {in}, {o}, [=](KB &k) {
-             StridedMap m;
-             m.shape = loop;
-             m.out = operand(Src{o, -1, {}}, outShape);
-             m.out.strides = outSt;
-             m.ins = {operand(Src{in, -1, {}}, inShape)};
-             m.ins[0].strides = inSt;
-             m.ins[0].offset = inBase;
-             emitStridedMap(k, m, nullptr);
-           });
-  return success();
+  return stridedCopyLayer(op, "block-move", in, o, loop, inSt, outSt);
 }
 
 LogicalResult GraphLowering::lowerTile(onnx::TileOp op) {
@@ -293,20 +366,7 @@ LogicalResult GraphLowering::lowerTile(onnx::TileOp op) {
     inSt.push_back(si[d]);
     outSt.push_back(so[d]);
   }
-  bool int8 = tensors[o].int8;
-  int64_t inBase = tensors[in].view ? tensors[in].vbase : 0;
-  addLayer(op, "tile", int8 ? "int8" : "fp32", product(loop) > 4096, 0, {in},
-           {o}, [=](KB &k) {
-             StridedMap m;
-             m.shape = loop;
-             m.out = operand(Src{o, -1, {}}, outShape);
-             m.out.strides = outSt;
-             m.ins = {operand(Src{in, -1, {}}, inShape)};
-             m.ins[0].strides = inSt;
-             m.ins[0].offset = inBase;
-             emitStridedMap(k, m, nullptr);
-           });
-  return success();
+  return stridedCopyLayer(op, "tile", in, o, loop, inSt, outSt);
 }
 
 LogicalResult GraphLowering::lowerExpand(onnx::ExpandOp op) {

@@ -171,12 +171,14 @@ std::vector<size_t> gatherOrder(const std::vector<int64_t> &shape,
   return dims;
 }
 
-/// Walks `dims` of `shape` (threads share all but the innermost) and calls
-/// `body(coords)` with the index of every dimension (constant 0 for the
-/// dimensions not walked).
-void walkCoords(KB &k, const std::vector<int64_t> &shape,
-                const std::vector<size_t> &dims,
-                llvm::function_ref<void(ArrayRef<Value>)> body) {
+/// Walks `dims` of `shape` (threads share all but the innermost). For each
+/// outer index `hoist(coords)` runs once (the innermost coordinate is 0
+/// there) and returns values the inner loop reuses; `body(coords, hoisted)`
+/// runs for every element. Dimensions not walked have coordinate 0.
+void walkCoords(
+    KB &k, const std::vector<int64_t> &shape, const std::vector<size_t> &dims,
+    llvm::function_ref<SmallVector<Value>(ArrayRef<Value>)> hoist,
+    llvm::function_ref<void(ArrayRef<Value>, ArrayRef<Value>)> body) {
   int64_t outer = 1;
   for (size_t i = 0; i + 1 < dims.size(); ++i)
     outer *= shape[dims[i]];
@@ -190,76 +192,105 @@ void walkCoords(KB &k, const std::vector<int64_t> &shape,
       if (i > 0)
         rest = k.div(rest, k.c(shape[d]));
     }
+    SmallVector<Value> hoisted = hoist(coords);
     size_t inner = dims.back();
     k.loop(k.c(0), k.c(shape[inner]), 1, [&](Value j) {
       coords[inner] = j;
-      body(coords);
+      body(coords, hoisted);
     });
   });
-}
-
-/// sum_d coords[d] * strides[d].
-Value linearIndex(KB &k, ArrayRef<Value> coords, ArrayRef<int64_t> strides) {
-  Value idx = k.c(0);
-  for (size_t d = 0; d < coords.size(); ++d)
-    if (strides[d])
-      idx = k.add(idx, k.mul(coords[d], k.c(strides[d])));
-  return idx;
 }
 
 } // namespace
 
 void qatc::codegen::emitGatherMap(KB &k, const GatherMap &m) {
   std::vector<size_t> dims = gatherOrder(m.shape, m.out);
+  size_t inner = dims.back();
   Type elt = elementType(k, m.in);
-  walkCoords(k, m.shape, dims, [&](ArrayRef<Value> coords) {
-    Value src = k.c(0);
-    for (size_t d = 0; d < m.shape.size(); ++d) {
-      if (m.tables[d] >= 0)
-        src = k.add(src, k.load(k.i64, k.weightsAt(m.tables[d], coords[d], 8)));
-      else if (m.in.strides[d])
-        src = k.add(src, k.mul(coords[d], k.c(m.in.strides[d])));
-    }
-    Value dst = address(k, m.out, linearIndex(k, coords, m.out.strides));
-    if (!m.hasFill) {
-      k.store(k.load(elt, address(k, m.in, src)), dst);
-      return;
-    }
-    // Padding: some table gave a negative offset; read element 0 instead
-    // and store the fill value.
-    Value pad = k.b.create<arith::CmpIOp>(k.loc, arith::CmpIPredicate::slt, src,
-                                          k.c(0));
-    Value v = k.load(elt, address(k, m.in, k.select(pad, k.c(0), src)));
-    Value fill = m.in.elemBytes == 1
-                     ? k.b.create<arith::ConstantIntOp>(k.loc, m.fillStored, 8)
-                           .getResult()
-                     : k.cf(m.fill);
-    k.store(k.select(pad, fill, v), dst);
-  });
+  // The source offset of dimension d at coordinate c.
+  auto offsetOf = [&](size_t d, Value c) -> Value {
+    if (m.tables[d] >= 0)
+      return k.load(k.i64, k.weightsAt(m.tables[d], c, 8));
+    return m.in.strides[d] ? k.mul(c, k.c(m.in.strides[d])) : k.c(0);
+  };
+  walkCoords(
+      k, m.shape, dims,
+      [&](ArrayRef<Value> coords) -> SmallVector<Value> {
+        // Every dimension but the innermost, once per outer index.
+        Value src = k.c(0), dst = k.c(0);
+        for (size_t d = 0; d < m.shape.size(); ++d) {
+          if (d == inner)
+            continue;
+          src = k.add(src, offsetOf(d, coords[d]));
+          if (m.out.strides[d])
+            dst = k.add(dst, k.mul(coords[d], k.c(m.out.strides[d])));
+        }
+        return {src, dst};
+      },
+      [&](ArrayRef<Value> coords, ArrayRef<Value> h) {
+        Value src = k.add(h[0], offsetOf(inner, coords[inner]));
+        Value dst = address(
+            k, m.out,
+            k.add(h[1], k.mul(coords[inner], k.c(m.out.strides[inner]))));
+        if (!m.hasFill) {
+          k.store(k.load(elt, address(k, m.in, src)), dst);
+          return;
+        }
+        // Padding: some table gave a negative offset; read element 0
+        // instead and store the fill value.
+        Value pad = k.b.create<arith::CmpIOp>(k.loc, arith::CmpIPredicate::slt,
+                                              src, k.c(0));
+        Value v = k.load(elt, address(k, m.in, k.select(pad, k.c(0), src)));
+        Value fill =
+            m.in.elemBytes == 1
+                ? k.b.create<arith::ConstantIntOp>(k.loc, m.fillStored, 8)
+                      .getResult()
+                : k.cf(m.fill);
+        k.store(k.select(pad, fill, v), dst);
+      });
 }
 
 void qatc::codegen::emitLerpAxis(KB &k, const LerpAxis &m,
                                  const ElementFn &fn) {
   std::vector<size_t> dims = gatherOrder(m.shape, m.out);
+  size_t inner = dims.back();
   Type elt = elementType(k, m.in);
   Type f64 = k.b.getF64Type();
-  walkCoords(k, m.shape, dims, [&](ArrayRef<Value> coords) {
-    // The input element at the output's coordinates, but for the axis.
-    Value base = k.c(0);
-    for (size_t d = 0; d < m.shape.size(); ++d)
+  // Offsets of the input (all but the interpolated axis) and the output.
+  auto offsets = [&](ArrayRef<Value> coords, size_t skip) {
+    Value in = k.c(0), out = k.c(0);
+    for (size_t d = 0; d < m.shape.size(); ++d) {
+      if (d == skip)
+        continue;
       if (d != m.axis && m.in.strides[d])
-        base = k.add(base, k.mul(coords[d], k.c(m.in.strides[d])));
-    Value j = coords[m.axis];
-    auto tap = [&](int t) {
-      Value off = k.load(
-          k.i64, k.weightsAt(m.tapOff, k.add(k.mul(j, k.c(2)), k.c(t)), 8));
-      Value w = k.load(
-          f64, k.weightsAt(m.weightOff, k.add(k.mul(j, k.c(2)), k.c(t)), 8));
-      return std::make_pair(k.load(elt, address(k, m.in, k.add(base, off))), w);
-    };
-    auto [x0, w0] = tap(0);
-    auto [x1, w1] = tap(1);
-    Value y = fn({x0, x1, w0, w1});
-    k.store(y, address(k, m.out, linearIndex(k, coords, m.out.strides)));
-  });
+        in = k.add(in, k.mul(coords[d], k.c(m.in.strides[d])));
+      if (m.out.strides[d])
+        out = k.add(out, k.mul(coords[d], k.c(m.out.strides[d])));
+    }
+    return SmallVector<Value>{in, out};
+  };
+  walkCoords(
+      k, m.shape, dims,
+      [&](ArrayRef<Value> coords) { return offsets(coords, inner); },
+      [&](ArrayRef<Value> coords, ArrayRef<Value> h) {
+        // Only the innermost coordinate changes here: add its terms.
+        SmallVector<Value> part = {h[0], h[1]};
+        Value ci = coords[inner];
+        if (inner != m.axis && m.in.strides[inner])
+          part[0] = k.add(part[0], k.mul(ci, k.c(m.in.strides[inner])));
+        if (m.out.strides[inner])
+          part[1] = k.add(part[1], k.mul(ci, k.c(m.out.strides[inner])));
+        Value j = coords[m.axis];
+        auto tap = [&](int t) {
+          Value idx = k.add(k.mul(j, k.c(2)), k.c(t));
+          Value off = k.load(k.i64, k.weightsAt(m.tapOff, idx, 8));
+          Value w = k.load(f64, k.weightsAt(m.weightOff, idx, 8));
+          return std::make_pair(
+              k.load(elt, address(k, m.in, k.add(part[0], off))), w);
+        };
+        auto [x0, w0] = tap(0);
+        auto [x1, w1] = tap(1);
+        Value y = fn({x0, x1, w0, w1});
+        k.store(y, address(k, m.out, part[1]));
+      });
 }

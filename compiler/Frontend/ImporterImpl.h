@@ -167,6 +167,12 @@ private:
   llvm::SmallVector<mlir::Value> inputs;
 };
 
+/// Parses a binary (or, when `isText`, textual) ONNX model; errors at
+/// `fileLoc`. May throw (libonnx's parser): call inside a try block.
+mlir::LogicalResult parseModel(llvm::StringRef buffer, bool isText,
+                               onnxpb::ModelProto &model,
+                               mlir::Location fileLoc);
+
 /// Prints `model` as ONNX text (initializers included).
 void printModelText(const onnxpb::ModelProto &model, llvm::raw_ostream &os);
 

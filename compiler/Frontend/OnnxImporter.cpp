@@ -1033,6 +1033,31 @@ std::string qatc::parseFreezeInputSpec(StringRef spec, ImportOptions &options) {
   return "";
 }
 
+LogicalResult qatc::detail::parseModel(StringRef buffer, bool isText,
+                                       onnxpb::ModelProto &model,
+                                       Location fileLoc) {
+  if (isText) {
+    std::string text = buffer.str();
+    auto status = onnxpb::OnnxParser::Parse(model, text.c_str());
+    if (!status.IsOK())
+      return emitError(fileLoc)
+             << "is not valid ONNX text: " << status.ErrorMessage();
+    return success();
+  }
+  if (buffer.size() > INT32_MAX)
+    return emitError(fileLoc) << "is larger than 2 GB; store the weights "
+                                 "as external data";
+  google::protobuf::io::CodedInputStream stream(
+      reinterpret_cast<const uint8_t *>(buffer.data()),
+      static_cast<int>(buffer.size()));
+  stream.SetTotalBytesLimit(INT32_MAX);
+  if (!model.ParseFromCodedStream(&stream) || !stream.ConsumedEntireMessage())
+    return emitError(fileLoc)
+           << "is not a valid ONNX model (protobuf parsing failed: the file "
+              "is truncated, corrupt or not ONNX)";
+  return success();
+}
+
 OwningOpRef<ModuleOp> qatc::importOnnxBuffer(MLIRContext &ctx, StringRef buffer,
                                              StringRef displayName, bool isText,
                                              StringRef baseDir,
@@ -1041,29 +1066,8 @@ OwningOpRef<ModuleOp> qatc::importOnnxBuffer(MLIRContext &ctx, StringRef buffer,
   Location fileLoc = makeFileLoc(&ctx, displayName);
   onnxpb::ModelProto model;
   try {
-    if (isText) {
-      std::string text = buffer.str();
-      auto status = onnxpb::OnnxParser::Parse(model, text.c_str());
-      if (!status.IsOK())
-        return emitError(fileLoc)
-                   << "is not valid ONNX text: " << status.ErrorMessage(),
-               nullptr;
-    } else {
-      google::protobuf::io::CodedInputStream stream(
-          reinterpret_cast<const uint8_t *>(buffer.data()),
-          static_cast<int>(std::min<size_t>(buffer.size(), INT32_MAX)));
-      stream.SetTotalBytesLimit(INT32_MAX);
-      if (buffer.size() > INT32_MAX)
-        return emitError(fileLoc) << "is larger than 2 GB; store the weights "
-                                     "as external data",
-               nullptr;
-      if (!model.ParseFromCodedStream(&stream) ||
-          !stream.ConsumedEntireMessage())
-        return emitError(fileLoc)
-                   << "is not a valid ONNX model (protobuf parsing failed: "
-                      "the file is truncated, corrupt or not ONNX)",
-               nullptr;
-    }
+    if (failed(qatc::detail::parseModel(buffer, isText, model, fileLoc)))
+      return nullptr;
     GraphImporter importer(ctx, displayName, baseDir, options);
     return importer.importModel(model);
   } catch (const std::exception &e) {

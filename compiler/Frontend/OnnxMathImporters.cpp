@@ -224,8 +224,11 @@ LogicalResult qatc::detail::importRange(NodeImporter &ni) {
   double v[3];
   for (int i = 0; i < 3; ++i) {
     auto s = constScalar(ni, ni.input(i));
-    if (!s)
-      return ni.requireConstInts(i, names[i]), failure();
+    if (!s) {
+      // Reports why the input is not a constant (which data it reads).
+      (void)ni.requireConstInts(i, names[i]);
+      return failure();
+    }
     v[i] = *s;
   }
   if (v[2] == 0)

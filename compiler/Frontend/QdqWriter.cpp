@@ -17,10 +17,6 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/MemoryBuffer.h"
 
-#include "onnx/defs/parser.h"
-
-#include <google/protobuf/io/coded_stream.h>
-
 #include <cstring>
 
 using namespace mlir;
@@ -250,13 +246,9 @@ LogicalResult qatc::applyQdqPlan(MLIRContext &ctx, StringRef path,
            << "cannot be read: " << buffer.getError().message();
   try {
     onnxpb::ModelProto model;
-    StringRef data = (*buffer)->getBuffer();
-    google::protobuf::io::CodedInputStream stream(
-        reinterpret_cast<const uint8_t *>(data.data()),
-        static_cast<int>(std::min<size_t>(data.size(), INT32_MAX)));
-    stream.SetTotalBytesLimit(INT32_MAX);
-    if (!model.ParseFromCodedStream(&stream))
-      return emitError(fileLoc) << "is not a valid ONNX model";
+    if (failed(detail::parseModel((*buffer)->getBuffer(),
+                                  path.ends_with(".onnxtext"), model, fileLoc)))
+      return failure();
     // Per-axis Q/DQ needs opset 13: older models are converted first (the
     // recipe's tensor and node names survive the conversion).
     int64_t from = 0;
@@ -285,20 +277,8 @@ LogicalResult qatc::upgradeOnnxOpset(MLIRContext &ctx, StringRef data,
   Location fileLoc = makeFileLoc(&ctx, path);
   try {
     onnxpb::ModelProto model;
-    if (isText) {
-      std::string source = data.str();
-      auto status = onnxpb::OnnxParser::Parse(model, source.c_str());
-      if (!status.IsOK())
-        return emitError(fileLoc)
-               << "is not valid ONNX text: " << status.ErrorMessage();
-    } else {
-      google::protobuf::io::CodedInputStream stream(
-          reinterpret_cast<const uint8_t *>(data.data()),
-          static_cast<int>(std::min<size_t>(data.size(), INT32_MAX)));
-      stream.SetTotalBytesLimit(INT32_MAX);
-      if (!model.ParseFromCodedStream(&stream))
-        return emitError(fileLoc) << "is not a valid ONNX model";
-    }
+    if (failed(detail::parseModel(data, isText, model, fileLoc)))
+      return failure();
     int64_t from = 0;
     if (failed(detail::upgradeOpset(ctx, path, model, targetOpset, from)))
       return failure();

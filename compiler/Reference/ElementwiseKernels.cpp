@@ -467,12 +467,11 @@ Results qatc::ref::evalBinary(Operation *op, ArrayRef<Tensor> in,
   return one(std::move(out));
 }
 
-Results qatc::ref::evalSoftmax(onnx::SoftmaxOp op, ArrayRef<Tensor> in,
-                               const KernelContext &ctx) {
-  const Tensor &x = in[0];
-  if (!isFloat(x.dtype()))
-    return unsupportedType(op, x);
-  int64_t axis = static_cast<int64_t>(op.getAxis());
+namespace {
+
+/// Softmax (or, with `log`, LogSoftmax) along `axis`, in the tensor's float
+/// type; the sum of exponentials in double.
+Tensor softmax(const Tensor &x, int64_t axis, bool log) {
   if (axis < 0)
     axis += x.rank();
   int64_t outer, n, inner;
@@ -492,47 +491,33 @@ Results qatc::ref::evalSoftmax(onnx::SoftmaxOp op, ArrayRef<Tensor> in,
         double sum = 0;
         for (int64_t k = 0; k < n; ++k) {
           T e = std::exp(s[k * inner] - mx);
-          d[k * inner] = e;
+          if (!log)
+            d[k * inner] = e;
           sum += e;
         }
+        T logSum = static_cast<T>(std::log(sum));
         for (int64_t k = 0; k < n; ++k)
-          d[k * inner] = static_cast<T>(d[k * inner] / sum);
+          d[k * inner] = log ? s[k * inner] - mx - logSum
+                             : static_cast<T>(d[k * inner] / sum);
       }
   });
-  return one(std::move(out));
+  return out;
+}
+
+} // namespace
+
+Results qatc::ref::evalSoftmax(onnx::SoftmaxOp op, ArrayRef<Tensor> in,
+                               const KernelContext &ctx) {
+  if (!isFloat(in[0].dtype()))
+    return unsupportedType(op, in[0]);
+  return one(softmax(in[0], static_cast<int64_t>(op.getAxis()), false));
 }
 
 Results qatc::ref::evalLogSoftmax(onnx::LogSoftmaxOp op, ArrayRef<Tensor> in,
                                   const KernelContext &ctx) {
-  const Tensor &x = in[0];
-  if (!isFloat(x.dtype()))
-    return unsupportedType(op, x);
-  int64_t axis = static_cast<int64_t>(op.getAxis());
-  if (axis < 0)
-    axis += x.rank();
-  int64_t outer, n, inner;
-  splitAround(x.shape(), axis, outer, n, inner);
-  Tensor out(x.dtype(), x.shape());
-  dispatchFloat(x.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    const T *src = x.data<T>();
-    T *dst = out.mutableData<T>();
-    for (int64_t o = 0; o < outer; ++o)
-      for (int64_t i = 0; i < inner; ++i) {
-        const T *s = src + o * n * inner + i;
-        T *d = dst + o * n * inner + i;
-        T mx = s[0];
-        for (int64_t k = 1; k < n; ++k)
-          mx = std::max(mx, s[k * inner]);
-        double sum = 0;
-        for (int64_t k = 0; k < n; ++k)
-          sum += std::exp(s[k * inner] - mx);
-        T logSum = static_cast<T>(std::log(sum));
-        for (int64_t k = 0; k < n; ++k)
-          d[k * inner] = s[k * inner] - mx - logSum;
-      }
-  });
-  return one(std::move(out));
+  if (!isFloat(in[0].dtype()))
+    return unsupportedType(op, in[0]);
+  return one(softmax(in[0], static_cast<int64_t>(op.getAxis()), true));
 }
 
 Results qatc::ref::evalWhere(onnx::WhereOp op, ArrayRef<Tensor> in,

@@ -96,35 +96,21 @@ Results qatc::ref::evalSlice(OpTy op, ArrayRef<Tensor> in,
   return one(std::move(out));
 }
 
+namespace {
+Tensor stridedCopy(const Tensor &x, ArrayRef<int64_t> shape,
+                   ArrayRef<int64_t> srcStride);
+} // namespace
+
 template <typename OpTy>
 Results qatc::ref::evalTranspose(OpTy op, ArrayRef<Tensor> in,
                                  const KernelContext &) {
-  const Tensor &x = in[0];
-  Tensor out(x.dtype(), resultShape(op));
-  size_t elt = dtypeSize(x.dtype());
-  auto inStrides = stridesOf(x.shape());
-  ArrayRef<int64_t> perm = op.getPerm();
-  int64_t rank = x.rank();
   // Output dimension d walks input dimension perm[d].
-  SmallVector<int64_t> srcStride(rank);
-  for (int64_t d = 0; d < rank; ++d)
-    srcStride[d] = inStrides[perm[d]];
-  ArrayRef<int64_t> shape = out.shape();
-  SmallVector<int64_t> idx(rank, 0);
-  char *dst = out.mutableData<char>();
-  int64_t src = 0;
-  for (int64_t i = 0, n = out.numElements(); i < n; ++i) {
-    std::memcpy(dst + i * elt, x.bytes() + src * elt, elt);
-    for (int64_t d = rank - 1; d >= 0; --d) {
-      if (++idx[d] < shape[d]) {
-        src += srcStride[d];
-        break;
-      }
-      src -= srcStride[d] * (shape[d] - 1);
-      idx[d] = 0;
-    }
-  }
-  return one(std::move(out));
+  const Tensor &x = in[0];
+  auto inStrides = stridesOf(x.shape());
+  SmallVector<int64_t> srcStride;
+  for (int64_t p : op.getPerm())
+    srcStride.push_back(inStrides[p]);
+  return one(stridedCopy(x, resultShape(op), srcStride));
 }
 
 template <typename OpTy>

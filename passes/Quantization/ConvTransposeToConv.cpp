@@ -16,6 +16,11 @@
 // its QuantizeLinear / DequantizeLinear nodes, whose per-channel axis 1
 // becomes axis 0.
 //
+// When the kernel equals the stride and nothing is padded (U-Net and
+// detection-head upsampling), every output pixel reads exactly one input
+// pixel: y = DepthToSpace_CRD(Conv1x1(x, W'')) with
+// W''[(g Cout_g + o) k k + i k + j][c] = W[g Cin_g + c][o][i][j], no zeros.
+//
 //===----------------------------------------------------------------------===//
 
 #include "QuantUtils.h"
@@ -67,7 +72,7 @@ struct QatConvTransposeToConvPass
   /// DequantizeLinear) as the equivalent Conv's weight; null if `w` is
   /// anything else.
   Value convWeight(OpBuilder &b, onnx::ConvTransposeOp ct, int64_t group,
-                   SmallVectorImpl<Operation *> &chain) {
+                   bool shuffle, SmallVectorImpl<Operation *> &chain) {
     Value v = ct.getW();
     onnx::ConstantOp root;
     while (!root) {
@@ -83,14 +88,25 @@ struct QatConvTransposeToConvPass
     auto shape = cast<RankedTensorType>(root.getType()).getShape();
     int64_t cin = shape[0], cog = shape[1], kh = shape[2], kw = shape[3];
     int64_t cig = cin / group, cout = cog * group;
-    SmallVector<int64_t> newShape = {cout, cig, kh, kw};
+    // Conv output channels per ConvTranspose output channel.
+    int64_t rep = shuffle ? kh * kw : 1;
+    SmallVector<int64_t> newShape =
+        shuffle ? SmallVector<int64_t>{cout * rep, cig, 1, 1}
+                : SmallVector<int64_t>{cout, cig, kh, kw};
     Type elt = cast<RankedTensorType>(root.getType()).getElementType();
     auto values = ref::constantValues(cast<ElementsAttr>(root.getValue()), elt);
     if (!values)
       return {};
-    // W'[(g * cog + o)][i][a][c] = W[g * cig + i][o][kh - 1 - a][kw - 1 - c].
-    std::vector<char> bytes =
-        permuteBytes(*values, cout * cig * kh * kw, [&](int64_t dst) {
+    std::vector<char> bytes = permuteBytes(
+        *values, cout * cig * kh * kw, [&](int64_t dst) -> int64_t {
+          if (shuffle) {
+            // W'[(g cog + o) kh kw + i kw + j][ci] = W[g cig + ci][o][i][j].
+            int64_t ci = dst % cig, ocij = dst / cig;
+            int64_t ij = ocij % rep, oc = ocij / rep;
+            int64_t g = oc / cog, o = oc % cog;
+            return ((g * cig + ci) * cog + o) * rep + ij;
+          }
+          // W'[g cog + o][i][a][c] = W[g cig + i][o][kh - 1 - a][kw - 1 - c].
           int64_t c = dst % kw, a = (dst / kw) % kh,
                   i = (dst / (kw * kh)) % cig, oc = dst / (kw * kh * cig);
           int64_t g = oc / cog, o = oc % cog;
@@ -101,15 +117,15 @@ struct QatConvTransposeToConvPass
     Value cur = constant(b, loc, elt, newShape, bytes,
                          getNodeName(ct) + "_conv_weight");
     // The Q/DQ nodes again, on the new shape; per-channel parameters (one
-    // per output channel of a group) apply to every group, along axis 0.
+    // per output channel of a group) apply to every group and every conv
+    // channel made from that output channel, along axis 0.
     for (Operation *op : llvm::reverse(chain)) {
       SmallVector<Value> operands = {cur};
       bool perAxis = false;
       for (unsigned i = 1; i < op->getNumOperands(); ++i) {
         Value p = op->getOperand(i);
         auto pt = cast<RankedTensorType>(p.getType());
-        if (pt.getNumElements() <= 1 || group == 1) {
-          perAxis |= pt.getNumElements() > 1;
+        if (pt.getNumElements() <= 1) {
           operands.push_back(p);
           continue;
         }
@@ -117,13 +133,11 @@ struct QatConvTransposeToConvPass
         auto pv = constantOf(p);
         if (!pv)
           return {};
-        size_t width = ref::dtypeSize(pv->dtype());
-        std::vector<char> tiled;
-        for (int64_t g = 0; g < group; ++g)
-          tiled.insert(tiled.end(), pv->bytes(),
-                       pv->bytes() + pv->numElements() * width);
-        operands.push_back(constant(b, p.getLoc(), pt.getElementType(), {cout},
-                                    tiled, getNodeName(ct) + "_conv_qparam"));
+        std::vector<char> tiled = permuteBytes(
+            *pv, cout * rep, [&](int64_t dst) { return (dst / rep) % cog; });
+        operands.push_back(constant(b, p.getLoc(), pt.getElementType(),
+                                    {cout * rep}, tiled,
+                                    getNodeName(ct) + "_conv_qparam"));
       }
       Type resElt =
           cast<RankedTensorType>(op->getResult(0).getType()).getElementType();
@@ -172,11 +186,47 @@ struct QatConvTransposeToConvPass
     Location invented =
         FusedLoc::get(b.getContext(), {ct.getLoc()},
                       b.getStringAttr("qat-conv-transpose-to-conv"));
+    // Kernel == stride, no padding: every output pixel gets exactly one
+    // input pixel, so a 1x1 Conv to Cout * k * k channels and DepthToSpace
+    // (CRD) compute it without the inserted zeros (k * k times less work).
+    bool shuffle = k[0] == s[0] && k[1] == s[1] && s[0] == s[1] &&
+                   llvm::all_of(p, [](int64_t v) { return v == 0; }) &&
+                   op[0] == 0 && op[1] == 0 && d[0] == 1 && d[1] == 1;
+    std::optional<ref::Tensor> bias;
+    if (shuffle && ct.getB()) {
+      bias = constantOf(ct.getB());
+      shuffle = bias && bias->dtype() == ref::DType::F32;
+    }
     // The old weight chain (ConvTranspose side first), erased once unused.
     SmallVector<Operation *> chain;
-    Value w = convWeight(b, ct, group, chain);
+    Value w = convWeight(b, ct, group, shuffle, chain);
     if (!w)
       return;
+    if (shuffle) {
+      int64_t rep = k[0] * k[1], cout = yType.getDimSize(1);
+      Value bias2;
+      if (bias) {
+        std::vector<char> bytes = permuteBytes(
+            *bias, cout * rep, [&](int64_t dst) { return dst / rep; });
+        bias2 = constant(b, invented, b.getF32Type(), {cout * rep}, bytes,
+                         getNodeName(ct) + "_conv_bias");
+      }
+      SmallVector<int64_t> ones = {1, 1}, zeros = {0, 0, 0, 0};
+      auto conv = b.create<onnx::ConvOp>(
+          ct.getLoc(), ct.getX(), w, bias2, b.getDenseI64ArrayAttr(ones),
+          b.getDenseI64ArrayAttr(ones), b.getDenseI64ArrayAttr(zeros),
+          b.getDenseI64ArrayAttr(ones), b.getI64IntegerAttr(group));
+      auto d2s = b.create<onnx::DepthToSpaceOp>(
+          invented, conv, b.getI64IntegerAttr(k[0]), b.getStringAttr("CRD"));
+      if (auto names = ct->getAttr(kOutputNamesAttr))
+        d2s->setAttr(kOutputNamesAttr, names);
+      ct.getResult().replaceAllUsesWith(d2s.getResult());
+      ct.erase();
+      for (Operation *o : chain)
+        if (o->use_empty())
+          o->erase();
+      return;
+    }
     Type elt = xType.getElementType();
     Value z = ct.getX();
     int64_t n = x[0], c = x[1], h = x[2], wd = x[3];

@@ -93,9 +93,11 @@ def QatConvTransposeToConv
     constant is permuted where it is defined, through its Q/DQ nodes (a
     per-channel axis 1 becomes axis 0). Afterwards Q/DQ propagate across the
     pads and reshapes and the Conv fuses into `qat.conv` like any other, so
-    int8 and fp32 transposed convolutions both compile. Weights that are not
-    constants (possibly through QuantizeLinear/DequantizeLinear) are left
-    alone.
+    int8 and fp32 transposed convolutions both compile. Where the kernel
+    equals the stride and nothing is padded, the rewrite is instead a 1x1
+    Conv to Cout * k * k channels and a DepthToSpace (CRD), which computes
+    no inserted zeros. Weights that are not constants (possibly through
+    QuantizeLinear/DequantizeLinear) are left alone.
   }];
 }
 
