@@ -78,8 +78,26 @@ int GraphLowering::newTensor(std::string name, ArrayRef<int64_t> shape,
   return addTensor(std::move(t));
 }
 
+int GraphLowering::newIntTensor(std::string name, ArrayRef<int64_t> shape,
+                                plan::ElemType type) {
+  CTensor t;
+  t.desc.name = std::move(name);
+  t.desc.shape.assign(shape.begin(), shape.end());
+  t.desc.layout = plan::Layout::Plain;
+  t.desc.type = type;
+  return addTensor(std::move(t));
+}
+
 int GraphLowering::resultTensor(Value res, plan::Layout layout) {
   auto type = cast<RankedTensorType>(res.getType());
+  if (auto it = dyn_cast<IntegerType>(type.getElementType());
+      it && it.getWidth() > 1) {
+    int o = newIntTensor(nameOf(res), type.getShape(),
+                         it.getWidth() == 64 ? plan::ElemType::I64
+                                             : plan::ElemType::I32);
+    valueTensor[res] = o;
+    return o;
+  }
   bool int8 = isa<quant::QuantizedType>(type.getElementType());
   int o = newTensor(nameOf(res), type.getShape(), int8, layout,
                     int8 ? type : Type());
@@ -231,13 +249,17 @@ StridedOperand GraphLowering::operand(const Src &s,
     shape = t.desc.shape;
     st = stridesOf(t);
     o.byteOffset = t.desc.offset;
-    o.elemBytes = t.int8 ? 1 : 4;
+    o.elemBytes =
+        t.int8 ? 1 : static_cast<int64_t>(plan::elemSize(t.desc.type));
+    o.isInt = t.isInt();
     o.offset = t.view ? t.vbase : 0;
   } else {
     shape = s.shape;
     st = rowMajor(shape);
     o.inWeights = true;
     o.byteOffset = s.weightOff;
+    o.isInt = s.isInt;
+    o.elemBytes = s.isInt ? 8 : 4;
   }
   // numpy broadcasting: shapes align at the right; size-1 dims repeat.
   o.strides.assign(loop.size(), 0);
@@ -254,15 +276,22 @@ int GraphLowering::tensorOf(Value v) {
   // A constant read where a tensor is needed (a graph output, a Concat
   // input): copied from the weights once.
   auto type = cast<ShapedType>(v.getType());
-  Src c = srcOf(v);
-  if (c.tensor >= 0 || !type.getElementType().isF32()) {
+  auto intType = dyn_cast<IntegerType>(type.getElementType());
+  bool isInt = intType && intType.getWidth() > 1;
+  Src c = isInt ? intSrcOf(v) : srcOf(v);
+  if (c.tensor >= 0 || (!type.getElementType().isF32() && !isInt)) {
     if (!constantError)
-      emitError(v.getLoc(), "qatc compiles f32 constants only; this one is ")
+      emitError(v.getLoc(), "qatc compiles f32 and integer constants only; "
+                            "this one is ")
           << type;
     constantError = true;
     return 0;
   }
-  int t = newTensor(nameOf(v), type.getShape(), false, plan::Layout::Plain);
+  int t =
+      isInt ? newIntTensor(nameOf(v), type.getShape(),
+                           intType.getWidth() == 64 ? plan::ElemType::I64
+                                                    : plan::ElemType::I32)
+            : newTensor(nameOf(v), type.getShape(), false, plan::Layout::Plain);
   valueTensor[v] = t;
   std::vector<int64_t> shape(type.getShape().begin(), type.getShape().end());
   addLayer(v.getLoc(), nameOf(v), "Constant", "constant", "fp32", false, 0, {},
@@ -271,9 +300,32 @@ int GraphLowering::tensorOf(Value v) {
              m.shape = shape;
              m.out = operand(Src{t, -1, {}}, shape);
              m.ins = {operand(c, shape)};
-             emitStridedMap(k, m, nullptr);
+             const CTensor &T = tensors[t];
+             // int64 constants narrow to an int32 tensor.
+             emitStridedMap(k, m,
+                            T.isInt() && T.desc.type == plan::ElemType::I32
+                                ? ElementFn([&](ArrayRef<Value> v) -> Value {
+                                    return k.b.create<arith::TruncIOp>(
+                                        k.loc, k.i32, v[0]);
+                                  })
+                                : ElementFn());
            });
   return t;
+}
+
+Src GraphLowering::intSrcOf(Value v) {
+  auto c = constantOf(v);
+  if (!c)
+    return Src{tensorOf(v), -1, {}};
+  std::vector<int64_t> values(c->numElements());
+  for (int64_t i = 0; i < c->numElements(); ++i)
+    values[i] = intAt(*c, i);
+  Src s;
+  s.weightOff = addArray(values);
+  auto shape = cast<ShapedType>(v.getType()).getShape();
+  s.shape.assign(shape.begin(), shape.end());
+  s.isInt = true;
+  return s;
 }
 
 Src GraphLowering::srcOf(Value v) {
@@ -414,29 +466,19 @@ LogicalResult GraphLowering::run() {
     Operation *op = &opRef;
     if (folded.contains(op))
       continue;
-    // Compiled tensors are f32 or int8; bool ones (comparisons, Where's
-    // condition) are held as f32 0 / 1; int64 only leaves the graph as
-    // ArgMax / ArgMin results. Other integer values must have been folded
-    // into constants at import.
-    if (!isa<onnx::ConstantOp, qat::ConstantOp, func::ReturnOp>(op)) {
-      bool argReduce = isa<onnx::ArgMaxOp, onnx::ArgMinOp>(op);
+    // Compiled tensors are f32, int8 (quantized), bool (held as f32 0 / 1)
+    // or int32 / int64 (indices and what is computed from them; the
+    // lowerings that take them say so, the others refuse them).
+    if (!isa<onnx::ConstantOp, qat::ConstantOp, func::ReturnOp>(op))
       for (Value r : op->getResults()) {
         Type elt = getElementTypeOrSelf(r.getType());
-        if (!elt.isF32() && !elt.isInteger(1) &&
-            !isa<quant::QuantizedType>(elt) &&
-            !(argReduce && elt.isInteger(64)))
-          return op->emitError("qatc compiles f32 and int8 tensors; this ")
+        if (!elt.isF32() && !elt.isInteger(1) && !elt.isSignlessInteger(32) &&
+            !elt.isSignlessInteger(64) && !isa<quant::QuantizedType>(elt))
+          return op->emitError("qatc compiles f32, int8, int32 and int64 "
+                               "tensors; this ")
                  << op->getName().stripDialect() << " produces " << elt
                  << " values at run time";
       }
-      for (Value v : op->getOperands())
-        if (getElementTypeOrSelf(v.getType()).isInteger(64) &&
-            !v.getDefiningOp<onnx::ConstantOp>() &&
-            !isa<onnx::GatherOp, qat::GatherOp>(op))
-          return op->emitError("qatc compiles f32 and int8 tensors; this ")
-                 << op->getName().stripDialect()
-                 << " reads int64 values computed at run time";
-    }
     LogicalResult r =
         llvm::TypeSwitch<Operation *, LogicalResult>(op)
             .Case<onnx::ConstantOp, qat::ConstantOp>(
@@ -511,22 +553,43 @@ LogicalResult GraphLowering::run() {
                 [&](auto o) { return lowerLogSoftmax(o); })
             .Case<onnx::ArgMaxOp, onnx::ArgMinOp>(
                 [&](Operation *o) { return lowerArgReduce(o); })
+            .Case<onnx::TopKOp>([&](auto o) { return lowerTopK(o); })
             .Case<onnx::EqualOp, onnx::LessOp, onnx::LessOrEqualOp,
-                  onnx::GreaterOp, onnx::GreaterOrEqualOp>([&](Operation *o) {
-              // Bool results are f32 0 / 1.
-              arith::CmpFPredicate pred =
-                  isa<onnx::EqualOp>(o)         ? arith::CmpFPredicate::OEQ
-                  : isa<onnx::LessOp>(o)        ? arith::CmpFPredicate::OLT
-                  : isa<onnx::LessOrEqualOp>(o) ? arith::CmpFPredicate::OLE
-                  : isa<onnx::GreaterOp>(o)     ? arith::CmpFPredicate::OGT
-                                                : arith::CmpFPredicate::OGE;
-              return lowerBinary(
-                  o, "compare", [=](KB &k, ArrayRef<Value> v) -> Value {
-                    Value c =
-                        k.b.create<arith::CmpFOp>(k.loc, pred, v[0], v[1]);
-                    return k.select(c, k.cf(1.f), k.cf(0.f));
-                  });
-            })
+                  onnx::GreaterOp, onnx::GreaterOrEqualOp>(
+                [&](Operation *o) -> LogicalResult {
+                  if (isIntegerValue(o->getOperand(0))) {
+                    // Integer comparisons (of indices): int64, bool result.
+                    arith::CmpIPredicate ip =
+                        isa<onnx::EqualOp>(o)  ? arith::CmpIPredicate::eq
+                        : isa<onnx::LessOp>(o) ? arith::CmpIPredicate::slt
+                        : isa<onnx::LessOrEqualOp>(o)
+                            ? arith::CmpIPredicate::sle
+                        : isa<onnx::GreaterOp>(o) ? arith::CmpIPredicate::sgt
+                                                  : arith::CmpIPredicate::sge;
+                    return lowerIntMap(
+                        o,
+                        {intSrcOf(o->getOperand(0)),
+                         intSrcOf(o->getOperand(1))},
+                        "int-compare", [=](KB &k, ArrayRef<Value> v) -> Value {
+                          Value c =
+                              k.b.create<arith::CmpIOp>(k.loc, ip, v[0], v[1]);
+                          return k.select(c, k.cf(1.f), k.cf(0.f));
+                        });
+                  }
+                  // Bool results are f32 0 / 1.
+                  arith::CmpFPredicate pred =
+                      isa<onnx::EqualOp>(o)         ? arith::CmpFPredicate::OEQ
+                      : isa<onnx::LessOp>(o)        ? arith::CmpFPredicate::OLT
+                      : isa<onnx::LessOrEqualOp>(o) ? arith::CmpFPredicate::OLE
+                      : isa<onnx::GreaterOp>(o)     ? arith::CmpFPredicate::OGT
+                                                    : arith::CmpFPredicate::OGE;
+                  return lowerBinary(
+                      o, "compare", [=](KB &k, ArrayRef<Value> v) -> Value {
+                        Value c =
+                            k.b.create<arith::CmpFOp>(k.loc, pred, v[0], v[1]);
+                        return k.select(c, k.cf(1.f), k.cf(0.f));
+                      });
+                })
             .Case<onnx::CastOp>([&](onnx::CastOp o) -> LogicalResult {
               Type from = getElementTypeOrSelf(o.getInput().getType());
               Type to = getElementTypeOrSelf(o.getType());
@@ -541,8 +604,32 @@ LogicalResult GraphLowering::run() {
                       k.loc, arith::CmpFPredicate::UNE, v[0], k.cf(0.f));
                   return k.select(c, k.cf(1.f), k.cf(0.f));
                 });
-              return o.emitError("qatc compiles Cast between f32 and bool "
-                                 "only; this one casts ")
+              bool fromInt = isIntegerValue(o.getInput()),
+                   toInt = isIntegerValue(o.getResult());
+              if ((fromInt || from.isF32() || from.isInteger(1)) &&
+                  (toInt || to.isF32() || to.isInteger(1))) {
+                // Integers through int64: f32 to integers truncates toward
+                // zero (ONNX), integers to bool compare with 0.
+                bool toBool = to.isInteger(1);
+                return lowerIntMap(
+                    o, {fromInt ? intSrcOf(o.getInput()) : srcOf(o.getInput())},
+                    "cast", [=](KB &k, ArrayRef<Value> v) -> Value {
+                      OpBuilder &b = k.b;
+                      Value x = v[0];
+                      if (x.getType() == k.f32)
+                        return b.create<arith::FPToSIOp>(k.loc, k.i64, x);
+                      if (toBool) {
+                        Value c = b.create<arith::CmpIOp>(
+                            k.loc, arith::CmpIPredicate::ne, x, k.c(0));
+                        return k.select(c, k.cf(1.f), k.cf(0.f));
+                      }
+                      if (!toInt)
+                        return b.create<arith::SIToFPOp>(k.loc, k.f32, x);
+                      return x;
+                    });
+              }
+              return o.emitError("qatc compiles Cast between f32, bool, "
+                                 "int32 and int64 only; this one casts ")
                      << from << " to " << to;
             })
             .Case<onnx::NotOp>([&](auto o) {
@@ -563,7 +650,17 @@ LogicalResult GraphLowering::run() {
                 return k.select(c, k.cf(1.f), k.cf(0.f));
               });
             })
-            .Case<onnx::WhereOp>([&](auto o) {
+            .Case<onnx::WhereOp>([&](auto o) -> LogicalResult {
+              if (isIntegerValue(o.getResult()))
+                return lowerIntMap(
+                    o,
+                    {srcOf(o.getCondition()), intSrcOf(o.getX()),
+                     intSrcOf(o.getY())},
+                    "int-where", [](KB &k, ArrayRef<Value> v) -> Value {
+                      Value c = k.b.create<arith::CmpFOp>(
+                          k.loc, arith::CmpFPredicate::ONE, v[0], k.cf(0.f));
+                      return k.select(c, v[1], v[2]);
+                    });
               return lowerMap(
                   o,
                   {srcOf(o.getCondition()), srcOf(o.getX()), srcOf(o.getY())},
@@ -582,15 +679,6 @@ LogicalResult GraphLowering::run() {
                         neg, k.b.create<arith::MulFOp>(k.loc, v[1], v[0]),
                         v[0]);
                   });
-            })
-            .Case<onnx::MaxOp>([&](auto o) {
-              return lowerBinary(o, "max", binaryFn<arith::MaximumFOp>());
-            })
-            .Case<onnx::MinOp>([&](auto o) {
-              return lowerBinary(o, "min", binaryFn<arith::MinimumFOp>());
-            })
-            .Case<onnx::ModOp>([&](auto o) {
-              return lowerBinary(o, "fmod", binaryFn<arith::RemFOp>());
             })
             .Case<onnx::FloorOp>([&](auto o) {
               return lowerUnary(o, "floor", unaryFn<math::FloorOp>());
@@ -673,14 +761,63 @@ LogicalResult GraphLowering::run() {
             .Case<onnx::LayerNormalizationOp>(
                 [&](auto o) { return lowerLayerNorm(o); })
             .Case<onnx::PowOp>([&](auto o) { return lowerPow(o); })
-            .Case<onnx::SubOp>([&](auto o) {
-              return lowerBinary(o, "sub", binaryFn<arith::SubFOp>());
-            })
-            .Case<onnx::MulOp>([&](auto o) {
-              return lowerBinary(o, "mul", binaryFn<arith::MulFOp>());
-            })
-            .Case<onnx::DivOp>([&](auto o) {
-              return lowerBinary(o, "div", binaryFn<arith::DivFOp>());
+            .Case<onnx::AddOp, onnx::SubOp, onnx::MulOp, onnx::DivOp,
+                  onnx::ModOp, onnx::MaxOp, onnx::MinOp>([&](Operation *o)
+                                                             -> LogicalResult {
+              if (!isIntegerValue(o->getResult(0)))
+                return lowerFloatBinary(o);
+              // Integer arithmetic on indices, in int64 (ONNX Div
+              // truncates, Mod without fmod takes the divisor's sign).
+              bool fmod = false;
+              if (auto m = dyn_cast<onnx::ModOp>(o))
+                fmod = m.getFmod() != 0;
+              return lowerIntMap(
+                  o, {intSrcOf(o->getOperand(0)), intSrcOf(o->getOperand(1))},
+                  "int-" + o->getName().stripDialect().lower(),
+                  [o, fmod](KB &k, ArrayRef<Value> v) -> Value {
+                    OpBuilder &b = k.b;
+                    Value x = v[0], y = v[1];
+                    if (isa<onnx::AddOp>(o))
+                      return b.create<arith::AddIOp>(k.loc, x, y);
+                    if (isa<onnx::SubOp>(o))
+                      return b.create<arith::SubIOp>(k.loc, x, y);
+                    if (isa<onnx::MulOp>(o))
+                      return b.create<arith::MulIOp>(k.loc, x, y);
+                    if (isa<onnx::MaxOp>(o))
+                      return b.create<arith::MaxSIOp>(k.loc, x, y);
+                    if (isa<onnx::MinOp>(o))
+                      return b.create<arith::MinSIOp>(k.loc, x, y);
+                    // Division by 0 (and by -1, for Mod) gives 0, as
+                    // the reference.
+                    Value zero = k.c(0);
+                    Value bad = b.create<arith::CmpIOp>(
+                        k.loc, arith::CmpIPredicate::eq, y, zero);
+                    if (isa<onnx::ModOp>(o))
+                      bad = b.create<arith::OrIOp>(
+                          k.loc, bad,
+                          b.create<arith::CmpIOp>(
+                              k.loc, arith::CmpIPredicate::eq, y, k.c(-1)));
+                    Value safe = k.select(bad, k.c(1), y);
+                    if (isa<onnx::DivOp>(o))
+                      return k.select(bad, zero,
+                                      b.create<arith::DivSIOp>(k.loc, x, safe));
+                    Value r = b.create<arith::RemSIOp>(k.loc, x, safe);
+                    if (!fmod) {
+                      // r != 0 and sign(r) != sign(y): r + y.
+                      Value rneg = b.create<arith::CmpIOp>(
+                          k.loc, arith::CmpIPredicate::slt, r, zero);
+                      Value yneg = b.create<arith::CmpIOp>(
+                          k.loc, arith::CmpIPredicate::slt, safe, zero);
+                      Value nz = b.create<arith::CmpIOp>(
+                          k.loc, arith::CmpIPredicate::ne, r, zero);
+                      Value differ = b.create<arith::AndIOp>(
+                          k.loc, nz,
+                          b.create<arith::XOrIOp>(k.loc, rneg, yneg));
+                      r = k.select(differ,
+                                   b.create<arith::AddIOp>(k.loc, r, safe), r);
+                    }
+                    return k.select(bad, zero, r);
+                  });
             })
             .Case<onnx::SigmoidOp>([&](auto o) {
               return lowerUnary(o, "sigmoid", [](KB &k, ArrayRef<Value> v) {
@@ -795,10 +932,6 @@ LogicalResult GraphLowering::run() {
             .Case<onnx::ConvOp>([&](auto o) { return lowerFloatConv(o); })
             .Case<onnx::GemmOp>([&](auto o) { return lowerGemm(o); })
             .Case<onnx::MatMulOp>([&](auto o) { return lowerFloatMatMul(o); })
-            .Case<onnx::AddOp>([&](auto o) {
-              return lowerElementwise(o, o.getA(), o.getB(), false,
-                                      std::nullopt);
-            })
             .Case<onnx::ReluOp>([&](auto o) {
               return lowerClamp(o, o.getX(), 0.0,
                                 std::numeric_limits<double>::infinity());
@@ -822,7 +955,7 @@ LogicalResult GraphLowering::run() {
                          << i << " is quantized)";
                 if (getElementTypeOrSelf(v.getType()).isInteger(1))
                   return ret.emitError("qatc compiles models with float "
-                                       "or int64 outputs only (output ")
+                                       "or integer outputs only (output ")
                          << i << " is bool)";
                 t = inLayout(t, plan::Layout::Plain, ret.getLoc());
                 // A graph input or an earlier output returned again gets a

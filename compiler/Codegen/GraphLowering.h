@@ -58,6 +58,11 @@ struct CTensor {
   int64_t vbase = 0;
 
   int64_t dim(size_t i) const { return desc.shape[i]; }
+  /// An int32 / int64 tensor (TopK and ArgMax indices and what is computed
+  /// from them); always plain.
+  bool isInt() const {
+    return desc.type == plan::ElemType::I32 || desc.type == plan::ElemType::I64;
+  }
   int64_t channels() const { return desc.shape.size() > 1 ? desc.shape[1] : 1; }
   /// Pixels (N*H*W, or M for rank 2) of an NHWC tensor.
   int64_t pixels() const {
@@ -74,6 +79,8 @@ struct Src {
   int tensor = -1;
   int64_t weightOff = -1;
   std::vector<int64_t> shape;
+  /// A constant's element in the weights blob: f32, or (isInt) int64.
+  bool isInt = false;
 };
 
 /// A float scalar body of a strided kernel.
@@ -238,6 +245,13 @@ inline int64_t intAt(const ref::Tensor &t, int64_t i) {
   }
 }
 
+/// An int32 / int64 value (not bool, not quantized).
+inline bool isIntegerValue(Value v) {
+  auto it =
+      dyn_cast<IntegerType>(cast<ShapedType>(v.getType()).getElementType());
+  return it && it.getWidth() > 1;
+}
+
 /// The ONNX node a (possibly fused) location is mostly about: its first
 /// node that is not a QuantizeLinear / DequantizeLinear.
 inline std::optional<OnnxLocInfo> mainNode(Location loc) {
@@ -275,6 +289,20 @@ private:
   int addTensor(CTensor t);
   int newTensor(std::string name, ArrayRef<int64_t> shape, bool int8,
                 plan::Layout layout, Type quantType = {});
+  /// A plain int32 / int64 tensor.
+  int newIntTensor(std::string name, ArrayRef<int64_t> shape,
+                   plan::ElemType type);
+  /// An integer constant read by strided kernels, as int64 in the weights.
+  Src intSrcOf(Value v);
+  /// An integer elementwise layer over int64 values (int32 operands are
+  /// widened, an int32 result narrowed): Div, Mod, Add, Sub, Mul, Max,
+  /// Min and Casts between integer types and f32.
+  LogicalResult lowerIntMap(Operation *op, std::vector<Src> ins,
+                            std::string kernel, ScalarFn fn);
+  /// Add, Sub, Mul, Div, Mod (fmod), Max, Min of f32 / int8 operands.
+  LogicalResult lowerFloatBinary(Operation *op);
+  /// TopK of f32 data: values (f32) and indices (int64).
+  LogicalResult lowerTopK(onnx::TopKOp op);
   /// The tensor of op result `res` (int8 when its type is quantized).
   int resultTensor(Value res, plan::Layout layout);
   int alias(int base, std::string name, ArrayRef<int64_t> shape);

@@ -168,7 +168,8 @@ void emitDepthwise(KB &k, Isa isa, const DepthwiseSpec &s);
 struct StridedOperand {
   bool inWeights = false;
   int64_t byteOffset = 0; ///< the tensor's arena / weights offset
-  int64_t elemBytes = 4;  ///< 1: u8 (loaded as i8), 4: f32
+  int64_t elemBytes = 4;  ///< 1: u8 (loaded as i8), 4: f32 or i32, 8: i64
+  bool isInt = false;     ///< 4 / 8 bytes: an integer (i32 / i64)
   int64_t offset = 0;     ///< elements
   std::vector<int64_t> strides;
 };

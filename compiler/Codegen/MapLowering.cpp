@@ -47,6 +47,14 @@ LogicalResult GraphLowering::lowerRequantize(qat::RequantizeOp op) {
 LogicalResult GraphLowering::lowerMap(Operation *op, std::vector<Src> ins,
                                       std::string kernel, ScalarFn fn) {
   Value res = op->getResult(0);
+  // Float bodies: integer tensors (indices) go through lowerIntMap.
+  bool intData = isIntegerValue(res);
+  for (const Src &s : ins)
+    intData |= s.tensor >= 0 && tensors[s.tensor].isInt();
+  if (intData)
+    return op->emitError("qatc compiles ")
+           << op->getName().stripDialect()
+           << " on f32 and int8 data; this one computes on integers";
   auto shape = cast<RankedTensorType>(res.getType()).getShape();
   int o = resultTensor(res, layoutFor(shape));
   std::optional<std::pair<float, float>> act;
@@ -86,6 +94,139 @@ LogicalResult GraphLowering::lowerMap(Operation *op, std::vector<Src> ins,
               y = k.b.create<arith::MinimumFOp>(k.loc, y, k.cf(act->second));
           }
           return O.int8 ? k.quantize(y, O.scale, O.zp, O.qmin, O.qmax) : y;
+        });
+      });
+  return success();
+}
+
+LogicalResult GraphLowering::lowerFloatBinary(Operation *op) {
+  auto fn = [](auto tag) -> ScalarFn {
+    using OpTy = decltype(tag);
+    return [](KB &k, ArrayRef<Value> v) -> Value {
+      return k.b.create<OpTy>(k.loc, v[0], v[1]);
+    };
+  };
+  if (isa<onnx::AddOp>(op))
+    return lowerElementwise(op, op->getOperand(0), op->getOperand(1), false,
+                            std::nullopt);
+  if (isa<onnx::SubOp>(op))
+    return lowerBinary(op, "sub", fn(arith::SubFOp()));
+  if (isa<onnx::MulOp>(op))
+    return lowerBinary(op, "mul", fn(arith::MulFOp()));
+  if (isa<onnx::DivOp>(op))
+    return lowerBinary(op, "div", fn(arith::DivFOp()));
+  if (isa<onnx::MaxOp>(op))
+    return lowerBinary(op, "max", fn(arith::MaximumFOp()));
+  if (isa<onnx::MinOp>(op))
+    return lowerBinary(op, "min", fn(arith::MinimumFOp()));
+  return lowerBinary(op, "fmod", fn(arith::RemFOp()));
+}
+
+LogicalResult GraphLowering::lowerIntMap(Operation *op, std::vector<Src> ins,
+                                         std::string kernel, ScalarFn fn) {
+  Value res = op->getResult(0);
+  auto shape = cast<RankedTensorType>(res.getType()).getShape();
+  int o = resultTensor(res, plan::Layout::Plain);
+  std::vector<int> reads;
+  for (const Src &s : ins)
+    if (s.tensor >= 0) {
+      if (tensors[s.tensor].int8)
+        return op->emitError("qatc compiles integer arithmetic on int32 / "
+                             "int64 data only");
+      reads.push_back(s.tensor);
+    }
+  std::vector<int64_t> loop(shape.begin(), shape.end());
+  addLayer(op, kernel, "int", product(loop) > 4096, 0, reads, {o}, [=](KB &k) {
+    StridedMap m;
+    m.shape = loop;
+    m.out = operand(Src{o, -1, {}}, loop);
+    for (const Src &s : ins)
+      m.ins.push_back(operand(s, loop));
+    const CTensor &O = tensors[o];
+    OpBuilder &b = k.b;
+    emitStridedMap(k, m, [&](ArrayRef<Value> v) -> Value {
+      // Integers as int64, floats as they are.
+      SmallVector<Value> w;
+      for (Value x : v)
+        w.push_back(x.getType() == k.i32
+                        ? b.create<arith::ExtSIOp>(k.loc, k.i64, x)
+                        : x);
+      Value y = fn(k, w);
+      if (O.isInt() && O.desc.type == plan::ElemType::I32 &&
+          y.getType() == k.i64)
+        y = b.create<arith::TruncIOp>(k.loc, k.i32, y);
+      return y;
+    });
+  });
+  return success();
+}
+
+LogicalResult GraphLowering::lowerTopK(onnx::TopKOp op) {
+  auto shape = cast<ShapedType>(op.getX().getType()).getShape();
+  int64_t axis = static_cast<int64_t>(op.getAxis());
+  if (axis < 0)
+    axis += shape.size();
+  int64_t k = static_cast<int64_t>(op.getK());
+  bool largest = op.getLargest() != 0;
+  int in = inLayout(tensorOf(op.getX()), plan::Layout::Plain, op.getLoc());
+  if (tensors[in].int8 || tensors[in].isInt())
+    return op.emitError("qatc compiles TopK of f32 data only");
+  int ov = resultTensor(op.getValues(), plan::Layout::Plain);
+  int oi = resultTensor(op.getIndices(), plan::Layout::Plain);
+  int64_t n = shape[axis], inner = product(shape.drop_front(axis + 1)),
+          rows = product(shape) / n;
+  if (k == 0)
+    return success();
+  // Per row, the k best so far, sorted: each element bubbles into place
+  // when it beats the last. Indices start at -1 (empty). Ties keep the lower
+  // index first, as ONNX requires.
+  addLayer(
+      op, largest ? "topk" : "bottomk", "fp32", rows >= 8, 0, {in}, {ov, oi},
+      [=](KB &kb) {
+        OpBuilder &b = kb.b;
+        int64_t xo = tensors[in].desc.offset, vo = tensors[ov].desc.offset,
+                io = tensors[oi].desc.offset;
+        auto [b0, e0] = kb.share(rows);
+        kb.loop(b0, e0, 1, [&](Value r) {
+          Value obase = kb.div(r, kb.c(inner)), ii = kb.rem(r, kb.c(inner));
+          Value xbase = kb.add(kb.mul(obase, kb.c(n * inner)), ii);
+          Value ybase = kb.add(kb.mul(obase, kb.c(k * inner)), ii);
+          auto slot = [&](int64_t off, Value j, int64_t bytes) {
+            return kb.at(off, kb.add(ybase, kb.mul(j, kb.c(inner))), bytes);
+          };
+          kb.loop(kb.c(0), kb.c(k), 1, [&](Value j) {
+            kb.store(kb.c(-1), slot(io, j, 8));
+            kb.store(kb.cf(0.f), slot(vo, j, 4));
+          });
+          auto beats = [&](Value x, Value v, Value idx) {
+            Value empty = b.create<arith::CmpIOp>(
+                kb.loc, arith::CmpIPredicate::slt, idx, kb.c(0));
+            Value better = b.create<arith::CmpFOp>(
+                kb.loc,
+                largest ? arith::CmpFPredicate::OGT : arith::CmpFPredicate::OLT,
+                x, v);
+            return b.create<arith::OrIOp>(kb.loc, empty, better).getResult();
+          };
+          kb.loop(kb.c(0), kb.c(n), 1, [&](Value e) {
+            Value x = kb.load(
+                kb.f32, kb.at(xo, kb.add(xbase, kb.mul(e, kb.c(inner))), 4));
+            Value lastV = kb.load(kb.f32, slot(vo, kb.c(k - 1), 4));
+            Value lastI = kb.load(kb.i64, slot(io, kb.c(k - 1), 8));
+            auto ifOp = b.create<scf::IfOp>(kb.loc, beats(x, lastV, lastI),
+                                            /*withElse=*/false);
+            OpBuilder::InsertionGuard guard(b);
+            b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+            kb.loop(
+                kb.c(0), kb.c(k), 1, ValueRange{x, e},
+                [&](Value j, ValueRange c) -> SmallVector<Value> {
+                  Value vp = slot(vo, j, 4), ip = slot(io, j, 8);
+                  Value v = kb.load(kb.f32, vp), idx = kb.load(kb.i64, ip);
+                  Value swap = beats(c[0], v, idx);
+                  kb.store(kb.select(swap, c[0], v), vp);
+                  kb.store(kb.select(swap, c[1], idx), ip);
+                  return {kb.select(swap, v, c[0]), kb.select(swap, idx, c[1])};
+                });
+          });
         });
       });
   return success();
@@ -392,16 +533,10 @@ LogicalResult GraphLowering::lowerArgReduce(Operation *op) {
   bool lastIndex = last && last.getInt() != 0;
   bool isMax = isa<onnx::ArgMaxOp>(op);
   int in = inLayout(tensorOf(xV), plan::Layout::Plain, op->getLoc());
-  if (tensors[in].int8)
+  if (tensors[in].int8 || tensors[in].isInt())
     return op->emitError("qatc compiles ArgMax / ArgMin of f32 data only");
   Value res = op->getResult(0);
-  int o = newTensor(nameOf(res), cast<ShapedType>(res.getType()).getShape(),
-                    false, plan::Layout::Plain);
-  tensors[o].desc.type = plan::ElemType::I64;
-  out.manifest.tensors[tensors[o].manifestIndex].type = plan::ElemType::I64;
-  storages[tensors[o].storage].bytes =
-      roundUp(std::max<int64_t>(product(tensors[o].desc.shape) * 8, 1), 64);
-  valueTensor[res] = o;
+  int o = resultTensor(res, plan::Layout::Plain);
   int64_t n = shape[axis], inner = product(shape.drop_front(axis + 1)),
           rows = product(shape) / n;
   addLayer(op, isMax ? "argmax" : "argmin", "fp32", rows >= 64, 0, {in}, {o},
@@ -547,6 +682,9 @@ LogicalResult GraphLowering::lowerClamp(Operation *op, Value inV, double lo,
   plan::Layout layout =
       layoutFor(cast<ShapedType>(op->getResult(0).getType()).getShape());
   int in = inLayout(tensorOf(inV), layout, op->getLoc());
+  if (tensors[in].isInt())
+    return op->emitError("qatc compiles Relu / Clip of f32 and int8 data "
+                         "only; this one clamps integers");
   int o = resultTensor(op->getResult(0), layout);
   const CTensor &x = tensors[in];
   int64_t count = x.desc.storedElements();

@@ -70,7 +70,11 @@ Value address(KB &k, const StridedOperand &op, Value elementIndex) {
 }
 
 Type elementType(KB &k, const StridedOperand &op) {
-  return op.elemBytes == 1 ? k.i8 : k.f32;
+  if (op.elemBytes == 1)
+    return k.i8;
+  if (op.isInt)
+    return op.elemBytes == 8 ? k.i64 : k.i32;
+  return k.f32;
 }
 
 /// Runs `body(index of operand o)` over the nest: threads share the outer

@@ -286,7 +286,9 @@ public:
 
   void quantizeInput(Operation *op, unsigned index) {
     Value v = op->getOperand(index);
-    if (isConstant(v))
+    // Only float activations: a Concat of indices stays integer.
+    if (isConstant(v) ||
+        !cast<ShapedType>(v.getType()).getElementType().isF32())
       return;
     std::string name = getTensorName(v);
     if (name.empty())
@@ -296,7 +298,9 @@ public:
 
   void quantizeOutput(Value v) {
     std::string name = getTensorName(v);
-    if (name.empty() || isConstant(v) || !quantizedOutputs.insert(name).second)
+    if (name.empty() || isConstant(v) ||
+        !cast<ShapedType>(v.getType()).getElementType().isF32() ||
+        !quantizedOutputs.insert(name).second)
       return;
     decision.activations.push_back({name, {}});
   }
@@ -352,6 +356,11 @@ public:
       return;
     }
     if (isa<onnx::ConcatOp>(op)) {
+      // A Concat of indices stays integer.
+      if (!cast<ShapedType>(op->getResult(0).getType())
+               .getElementType()
+               .isF32())
+        return;
       std::vector<std::string> group;
       for (unsigned i = 0; i < op->getNumOperands(); ++i) {
         quantizeInput(op, i);

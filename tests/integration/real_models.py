@@ -30,7 +30,7 @@ from harness import Checker, run
 from ort_differential import band, load_outputs, read_index  # noqa: E402
 
 FLOAT_REL = 1e-4
-FAMILIES = ["unet", "lraspp", "fpn_ssd", "face_nhwc", "shape_subgraph"]
+FAMILIES = ["unet", "lraspp", "fpn_ssd", "face_nhwc", "line_seg", "shape_subgraph"]
 
 
 def compare(got, ref):

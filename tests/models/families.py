@@ -24,6 +24,10 @@ measured on random batches (as in generate.py). Families:
                   ReLU6 (Clip), ReLU and PRelu, heads on two levels; outputs
                   scores (Softmax over the last axis), boxes and landmarks.
                   Also exported at opset 12 (as published face detectors are).
+  line_seg        M-LSD-like line-segment detector: NHWC input, bilinear decoder,
+                  post-processing inside the graph (3x3 max-pool suppression with
+                  Equal/Cast/Mul, TopK over the map, the peaks' (y, x) by int64
+                  floor Div and Mod of the indices, Concat); int64 and float outputs.
   shape_subgraph  Built with onnx.helper the way tf2onnx writes TF graphs: NHWC
                   input with a dynamic batch, Transpose to NCHW, a stride-2 Conv
                   with 'SAME' padding computed at run time (Pad whose pads come
@@ -218,6 +222,37 @@ class FaceNHWC(nn.Module):
         boxes = torch.cat([flat_head(b(f), 4) for b, f in zip(self.box, feats)], 1)
         ldms = torch.cat([flat_head(m(f), 10) for m, f in zip(self.ldm, feats)], 1)
         return torch.softmax(scores, dim=-1), boxes, ldms
+
+
+class LineSeg(nn.Module):
+    """An M-LSD-like line-segment detector with its post-processing in the
+    graph: NHWC input, a strided backbone, a bilinear upsampling decoder, a
+    4-channel map (center + displacements) and, as in the published models,
+    the center peaks chosen inside the model: 3x3 max-pool suppression
+    (Equal -> Cast -> Mul), TopK over the flattened map, and the peaks'
+    (y, x) from the indices (floor Div / Mod on int64, Unsqueeze, Concat)."""
+
+    def __init__(self, k=50):
+        super().__init__()
+        self.k = k
+        self.enc = nn.Sequential(conv_bn(3, 16, s=2), conv_bn(16, 24), conv_bn(24, 32, s=2),
+                                 conv_bn(32, 32))
+        self.dec = conv_bn(32, 16)
+        self.head = nn.Conv2d(16, 4, 1)
+
+    def forward(self, x):                          # x: [N, H, W, 3], 0..255
+        x = x.permute(0, 3, 1, 2) * (1.0 / 127.5) - 1.0
+        f = self.enc(x)
+        f = F.interpolate(f, scale_factor=2.0, mode="bilinear", align_corners=False)
+        vmap = self.head(self.dec(f))
+        center = torch.sigmoid(vmap[:, :1])
+        hmax = F.max_pool2d(center, 3, 1, 1)
+        center = center * (hmax == center).float()
+        w = center.shape[3]
+        scores, idx = torch.topk(center.reshape(center.shape[0], -1), self.k, dim=1)
+        yy = torch.div(idx, w, rounding_mode="floor").unsqueeze(-1)
+        xx = torch.remainder(idx, w).unsqueeze(-1)
+        return torch.cat([yy, xx], dim=-1), scores, vmap
 
 
 # --------------------------------------------------------------------------
@@ -508,6 +543,10 @@ MODELS = {
                       outputs=("scores", "boxes", "landmarks"),
                       data="pixels", opsets=(11, 12, 13),
                       note="NHWC input, depthwise, PRelu, Clip, Softmax(-1), 3 outputs"),
+    "line_seg": dict(build=LineSeg, shape=(1, 64, 64, 3), outputs=("pts", "pts_score", "vmap"),
+                     data="pixels",
+                     note="NHWC input, bilinear decoder, in-graph post-processing: max-pool "
+                          "NMS, TopK, int64 Div/Mod on the indices, Concat"),
     "shape_subgraph": dict(build=None, shape=(1,) + SHAPE_HW + (3,), outputs=("output",),
                            note="onnx.helper tf2onnx-style runtime shape math, Pad/Resize/Reshape"),
     "squeezenet1_1_rq": dict(build=_tv("squeezenet1_1", num_classes=10), shape=(1, 3, 64, 64),
