@@ -90,11 +90,11 @@ int GraphLowering::newIntTensor(std::string name, ArrayRef<int64_t> shape,
 
 int GraphLowering::resultTensor(Value res, plan::Layout layout) {
   auto type = cast<RankedTensorType>(res.getType());
-  if (auto it = dyn_cast<IntegerType>(type.getElementType());
-      it && it.getWidth() > 1) {
-    int o = newIntTensor(nameOf(res), type.getShape(),
-                         it.getWidth() == 64 ? plan::ElemType::I64
-                                             : plan::ElemType::I32);
+  if (isIntegerValue(res)) {
+    int o =
+        newIntTensor(nameOf(res), type.getShape(),
+                     type.getElementTypeBitWidth() == 64 ? plan::ElemType::I64
+                                                         : plan::ElemType::I32);
     valueTensor[res] = o;
     return o;
   }
@@ -276,8 +276,7 @@ int GraphLowering::tensorOf(Value v) {
   // A constant read where a tensor is needed (a graph output, a Concat
   // input): copied from the weights once.
   auto type = cast<ShapedType>(v.getType());
-  auto intType = dyn_cast<IntegerType>(type.getElementType());
-  bool isInt = intType && intType.getWidth() > 1;
+  bool isInt = isIntegerValue(v);
   Src c = isInt ? intSrcOf(v) : srcOf(v);
   if (c.tensor >= 0 || (!type.getElementType().isF32() && !isInt)) {
     if (!constantError)
@@ -287,12 +286,7 @@ int GraphLowering::tensorOf(Value v) {
     constantError = true;
     return 0;
   }
-  int t =
-      isInt ? newIntTensor(nameOf(v), type.getShape(),
-                           intType.getWidth() == 64 ? plan::ElemType::I64
-                                                    : plan::ElemType::I32)
-            : newTensor(nameOf(v), type.getShape(), false, plan::Layout::Plain);
-  valueTensor[v] = t;
+  int t = resultTensor(v, plan::Layout::Plain);
   std::vector<int64_t> shape(type.getShape().begin(), type.getShape().end());
   addLayer(v.getLoc(), nameOf(v), "Constant", "constant", "fp32", false, 0, {},
            {t}, [=](KB &k) {

@@ -19,6 +19,17 @@ using namespace qatc::codegen;
 
 namespace qatc::codegen::lowering {
 
+namespace {
+
+/// The first element of row `r` of a tensor seen as rows of `n` elements
+/// `inner` apart (a reduction or selection along one axis).
+Value rowStart(KB &k, Value r, int64_t n, int64_t inner) {
+  return k.add(k.mul(k.div(r, k.c(inner)), k.c(n * inner)),
+               k.rem(r, k.c(inner)));
+}
+
+} // namespace
+
 LogicalResult GraphLowering::lowerQuantize(qat::QuantizeOp op) {
   if (!qat::getPerTensorType(op.getOutput().getType()))
     return op.emitError("qatc compiles per-tensor activation quantization "
@@ -188,9 +199,8 @@ LogicalResult GraphLowering::lowerTopK(onnx::TopKOp op) {
                 io = tensors[oi].desc.offset;
         auto [b0, e0] = kb.share(rows);
         kb.loop(b0, e0, 1, [&](Value r) {
-          Value obase = kb.div(r, kb.c(inner)), ii = kb.rem(r, kb.c(inner));
-          Value xbase = kb.add(kb.mul(obase, kb.c(n * inner)), ii);
-          Value ybase = kb.add(kb.mul(obase, kb.c(k * inner)), ii);
+          Value xbase = rowStart(kb, r, n, inner);
+          Value ybase = rowStart(kb, r, k, inner);
           auto slot = [&](int64_t off, Value j, int64_t bytes) {
             return kb.at(off, kb.add(ybase, kb.mul(j, kb.c(inner))), bytes);
           };
@@ -485,8 +495,7 @@ LogicalResult GraphLowering::lowerSoftmaxLike(Operation *op, Value xV,
         int64_t xo = tensors[in].desc.offset, yo = tensors[o].desc.offset;
         auto [b0, e0] = k.share(rows);
         k.loop(b0, e0, 1, [&](Value r) {
-          Value base = k.add(k.mul(k.div(r, k.c(inner)), k.c(n * inner)),
-                             k.rem(r, k.c(inner)));
+          Value base = rowStart(k, r, n, inner);
           auto at = [&](int64_t off, Value i) {
             return k.at(off, k.add(base, k.mul(i, k.c(inner))), 4);
           };
@@ -545,8 +554,7 @@ LogicalResult GraphLowering::lowerArgReduce(Operation *op) {
              int64_t xo = tensors[in].desc.offset, yo = tensors[o].desc.offset;
              auto [b0, e0] = k.share(rows);
              k.loop(b0, e0, 1, [&](Value r) {
-               Value base = k.add(k.mul(k.div(r, k.c(inner)), k.c(n * inner)),
-                                  k.rem(r, k.c(inner)));
+               Value base = rowStart(k, r, n, inner);
                auto x = [&](Value i) {
                  return k.load(k.f32,
                                k.at(xo, k.add(base, k.mul(i, k.c(inner))), 4));

@@ -173,6 +173,15 @@ mlir::LogicalResult parseModel(llvm::StringRef buffer, bool isText,
                                onnxpb::ModelProto &model,
                                mlir::Location fileLoc);
 
+/// `base`, or `base_1`, `base_2`, ... : the first that `used` does not
+/// hold, which is then added to it (names of new tensors and nodes).
+std::string uniqueName(llvm::StringSet<> &used, llvm::StringRef base);
+
+/// The float32 data of a tensor stored in the model (raw or as
+/// float_data), or nullopt for another type, external data or a size that
+/// does not match the dims.
+std::optional<std::vector<float>> floatData(const onnxpb::TensorProto &tensor);
+
 /// Prints `model` as ONNX text (initializers included).
 void printModelText(const onnxpb::ModelProto &model, llvm::raw_ostream &os);
 

@@ -90,12 +90,7 @@ private:
 } // namespace
 
 std::string Exporter::uniqueName(StringRef hint) {
-  std::string base = hint.empty() ? "t" : hint.str();
-  std::string name = base;
-  for (int i = 1; usedNames.contains(name); ++i)
-    name = base + "_" + std::to_string(i);
-  usedNames.insert(name);
-  return name;
+  return qatc::detail::uniqueName(usedNames, hint.empty() ? "t" : hint);
 }
 
 std::string Exporter::nameOf(Value v) {
@@ -204,11 +199,8 @@ onnxpb::NodeProto &Exporter::addNode(Operation *op, StringRef opType) {
   auto infos = getOnnxLocInfos(op->getLoc());
   // One ONNX node may have become several ops (Softmax before opset 13, a
   // variadic Max): each exported node still needs a name of its own.
-  std::string base = infos.empty() ? opType.str() : infos.front().name;
-  std::string name = base;
-  for (int i = 1; !nodeNames.insert(name).second; ++i)
-    name = base + "_" + std::to_string(i);
-  node->set_name(name);
+  node->set_name(qatc::detail::uniqueName(
+      nodeNames, infos.empty() ? opType : StringRef(infos.front().name)));
   node->set_op_type(opType.str());
   for (Value v : op->getOperands())
     node->add_input(nameOf(v));

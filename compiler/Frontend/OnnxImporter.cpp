@@ -26,6 +26,7 @@
 
 #include <google/protobuf/io/coded_stream.h>
 
+#include <cstring>
 #include <queue>
 
 using namespace mlir;
@@ -1031,6 +1032,36 @@ std::string qatc::parseFreezeInputSpec(StringRef spec, ImportOptions &options) {
     return "--freeze-input: " + llvm::toString(array.takeError());
   options.frozenInputs[name.str()] = std::move(*array);
   return "";
+}
+
+std::string qatc::detail::uniqueName(llvm::StringSet<> &used, StringRef base) {
+  std::string name = base.str();
+  for (int i = 1; used.contains(name); ++i)
+    name = (base + "_" + Twine(i)).str();
+  used.insert(name);
+  return name;
+}
+
+std::optional<std::vector<float>>
+qatc::detail::floatData(const onnxpb::TensorProto &t) {
+  using TP = onnxpb::TensorProto;
+  if (t.data_type() != TP::FLOAT || t.data_location() == TP::EXTERNAL)
+    return std::nullopt;
+  int64_t count = 1;
+  for (int64_t d : t.dims())
+    count *= d;
+  std::vector<float> out(count);
+  if (t.has_raw_data()) {
+    if (t.raw_data().size() != out.size() * sizeof(float))
+      return std::nullopt;
+    std::memcpy(out.data(), t.raw_data().data(), t.raw_data().size());
+    return out;
+  }
+  if (t.float_data_size() != count)
+    return std::nullopt;
+  for (int64_t i = 0; i < count; ++i)
+    out[i] = t.float_data(i);
+  return out;
 }
 
 LogicalResult qatc::detail::parseModel(StringRef buffer, bool isText,

@@ -157,82 +157,62 @@ private:
   }
 
   std::string unique(const std::string &base) {
-    std::string name = base;
-    for (int i = 1; used.contains(name); ++i)
-      name = base + "_" + std::to_string(i);
-    used.insert(name);
-    return name;
+    return qatc::detail::uniqueName(used, base);
   }
 
   std::string uniqueNode(const std::string &base) {
-    std::string name = base;
-    for (int i = 1; nodeNames.contains(name); ++i)
-      name = base + "_" + std::to_string(i);
-    nodeNames.insert(name);
-    return name;
+    return qatc::detail::uniqueName(nodeNames, base);
   }
 
-  /// A new int64 initializer (1-D, or a scalar).
-  std::string addInts(const std::string &hint, ArrayRef<int64_t> values,
-                      bool scalar = false) {
-    TP *t = model.mutable_graph()->add_initializer();
-    t->set_name(unique(hint));
-    t->set_data_type(TP::INT64);
-    if (!scalar)
-      t->add_dims(static_cast<int64_t>(values.size()));
-    t->set_raw_data(values.data(), values.size() * sizeof(int64_t));
-    return t->name();
-  }
-
-  /// A new float32 initializer.
-  std::string addFloats(const std::string &hint, ArrayRef<float> values,
-                        bool scalar = false) {
-    TP *t = model.mutable_graph()->add_initializer();
-    t->set_name(unique(hint));
-    t->set_data_type(TP::FLOAT);
-    if (!scalar)
-      t->add_dims(static_cast<int64_t>(values.size()));
-    t->set_raw_data(values.data(), values.size() * sizeof(float));
-    return t->name();
-  }
-
-  /// A scalar of ONNX element type `type` holding `value`.
-  std::string addScalar(const std::string &hint, int32_t type, double value) {
+  /// A new initializer of ONNX type `type` holding `bytes` (1-D of `count`
+  /// elements, or a scalar).
+  std::string addInitializer(const std::string &hint, int32_t type,
+                             const void *bytes, size_t size,
+                             std::optional<int64_t> count) {
     TP *t = model.mutable_graph()->add_initializer();
     t->set_name(unique(hint));
     t->set_data_type(type);
-    switch (type) {
-    case TP::DOUBLE: {
-      t->set_raw_data(&value, sizeof(value));
-      break;
-    }
-    case TP::INT64: {
-      auto v = static_cast<int64_t>(value);
-      t->set_raw_data(&v, sizeof(v));
-      break;
-    }
-    case TP::INT32: {
-      auto v = static_cast<int32_t>(value);
-      t->set_raw_data(&v, sizeof(v));
-      break;
-    }
-    case TP::INT8: {
-      auto v = static_cast<int8_t>(value);
-      t->set_raw_data(&v, sizeof(v));
-      break;
-    }
-    case TP::UINT8: {
-      auto v = static_cast<uint8_t>(value);
-      t->set_raw_data(&v, sizeof(v));
-      break;
-    }
-    default: {
-      t->set_data_type(TP::FLOAT);
-      auto v = static_cast<float>(value);
-      t->set_raw_data(&v, sizeof(v));
-    }
-    }
+    if (count)
+      t->add_dims(*count);
+    t->set_raw_data(bytes, size);
     return t->name();
+  }
+
+  /// A new 1-D int64 initializer.
+  std::string addInts(const std::string &hint, ArrayRef<int64_t> values) {
+    return addInitializer(hint, TP::INT64, values.data(),
+                          values.size() * sizeof(int64_t),
+                          static_cast<int64_t>(values.size()));
+  }
+
+  /// A new 1-D float32 initializer.
+  std::string addFloats(const std::string &hint, ArrayRef<float> values) {
+    return addInitializer(hint, TP::FLOAT, values.data(),
+                          values.size() * sizeof(float),
+                          static_cast<int64_t>(values.size()));
+  }
+
+  /// A scalar of ONNX element type `type` (float32 for types not listed)
+  /// holding `value`.
+  std::string addScalar(const std::string &hint, int32_t type, double value) {
+    auto scalar = [&](auto v) {
+      return addInitializer(hint, type, &v, sizeof(v), std::nullopt);
+    };
+    switch (type) {
+    case TP::DOUBLE:
+      return scalar(value);
+    case TP::INT64:
+      return scalar(static_cast<int64_t>(value));
+    case TP::INT32:
+      return scalar(static_cast<int32_t>(value));
+    case TP::INT8:
+      return scalar(static_cast<int8_t>(value));
+    case TP::UINT8:
+      return scalar(static_cast<uint8_t>(value));
+    default:
+      type = TP::FLOAT;
+      return scalar(static_cast<float>(value));
+    }
   }
 
   const AP *findAttr(const onnxpb::NodeProto &n, StringRef name) {
@@ -268,6 +248,19 @@ private:
     a->set_name(name.str());
     a->set_type(AP::INT);
     a->set_i(value);
+  }
+
+  /// A new node (uniquely named after `name`) of `opType`.
+  onnxpb::NodeProto newNode(StringRef opType, const std::string &name,
+                            ArrayRef<std::string> inputs,
+                            const std::string &output) {
+    onnxpb::NodeProto node;
+    node.set_name(uniqueNode(name));
+    node.set_op_type(opType.str());
+    for (const std::string &in : inputs)
+      node.add_input(in);
+    node.add_output(output);
+    return node;
   }
 
   /// Sets input `i` of `n`, padding with absent ("") inputs.
@@ -307,16 +300,9 @@ private:
             n.output(0) == name)
           if (const AP *a = findAttr(n, "value"))
             t = &a->t();
-    if (!t || t->data_type() != TP::FLOAT || t->data_location() == TP::EXTERNAL)
+    if (!t)
       return std::nullopt;
-    std::vector<float> v;
-    if (t->has_raw_data()) {
-      v.resize(t->raw_data().size() / sizeof(float));
-      std::memcpy(v.data(), t->raw_data().data(), v.size() * sizeof(float));
-    } else {
-      v.assign(t->float_data().begin(), t->float_data().end());
-    }
-    return v;
+    return qatc::detail::floatData(*t);
   }
 
   LogicalResult upgradeNode(onnxpb::NodeProto &n, Location loc,
@@ -439,36 +425,19 @@ private:
       return success();
     }
     std::string x = n.input(0), y = n.output(0);
-    onnxpb::NodeProto flatten;
-    flatten.set_name(uniqueNode(base + "_flatten"));
-    flatten.set_op_type("Flatten");
-    flatten.add_input(x);
-    std::string flat = unique(base + "_flat");
-    flatten.add_output(flat);
-    AP *fa = flatten.add_attribute();
-    fa->set_name("axis");
-    fa->set_type(AP::INT);
-    fa->set_i(axis);
-    onnxpb::NodeProto shape;
-    shape.set_name(uniqueNode(base + "_shape"));
-    shape.set_op_type("Shape");
-    shape.add_input(x);
-    std::string shapeOut = unique(base + "_input_shape");
-    shape.add_output(shapeOut);
-    std::string inner = unique(base + "_2d");
+    std::string flat = unique(base + "_flat"),
+                shapeOut = unique(base + "_input_shape"),
+                inner = unique(base + "_2d");
+    onnxpb::NodeProto flatten =
+        newNode("Flatten", base + "_flatten", {x}, flat);
+    setInt(flatten, "axis", axis);
+    out.push_back(flatten);
+    out.push_back(newNode("Shape", base + "_shape", {x}, shapeOut));
     n.set_input(0, flat);
     n.set_output(0, inner);
     setInt(n, "axis", 1);
-    onnxpb::NodeProto reshape;
-    reshape.set_name(uniqueNode(base + "_reshape"));
-    reshape.set_op_type("Reshape");
-    reshape.add_input(inner);
-    reshape.add_input(shapeOut);
-    reshape.add_output(y);
-    out.push_back(flatten);
-    out.push_back(shape);
     out.push_back(n);
-    out.push_back(reshape);
+    out.push_back(newNode("Reshape", base + "_reshape", {inner, shapeOut}, y));
     return success();
   }
 

@@ -26,28 +26,6 @@ namespace {
 
 using TP = onnxpb::TensorProto;
 
-/// Float data of an initializer, or nullopt if it is not a float tensor
-/// stored in the file.
-std::optional<std::vector<float>> floatData(const TP &t) {
-  if (t.data_type() != TP::FLOAT || t.data_location() == TP::EXTERNAL)
-    return std::nullopt;
-  int64_t count = 1;
-  for (int64_t d : t.dims())
-    count *= d;
-  std::vector<float> out(count);
-  if (t.has_raw_data()) {
-    if (t.raw_data().size() != out.size() * sizeof(float))
-      return std::nullopt;
-    std::memcpy(out.data(), t.raw_data().data(), t.raw_data().size());
-    return out;
-  }
-  if (t.float_data_size() != count)
-    return std::nullopt;
-  for (int64_t i = 0; i < count; ++i)
-    out[i] = t.float_data(i);
-  return out;
-}
-
 class Writer {
 public:
   Writer(MLIRContext &ctx, StringRef path, onnxpb::ModelProto &model)
@@ -102,11 +80,7 @@ public:
 
 private:
   std::string unique(const std::string &base) {
-    std::string name = base;
-    for (int i = 1; used.contains(name); ++i)
-      name = base + "_" + std::to_string(i);
-    used.insert(name);
-    return name;
+    return qatc::detail::uniqueName(used, base);
   }
 
   /// Adds a float32 scale and an int8 zero point initializer.
@@ -178,7 +152,7 @@ private:
     std::string quantized;
     auto init = initializers.find(ins.tensor);
     if (ins.isWeight && init != initializers.end()) {
-      auto values = floatData(*init->second);
+      auto values = qatc::detail::floatData(*init->second);
       if (!values)
         return emitError(fileLoc)
                << "weight '" << ins.tensor << "' is not a float32 initializer";

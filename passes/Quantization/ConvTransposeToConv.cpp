@@ -211,21 +211,11 @@ struct QatConvTransposeToConvPass
         bias2 = constant(b, invented, b.getF32Type(), {cout * rep}, bytes,
                          getNodeName(ct) + "_conv_bias");
       }
-      SmallVector<int64_t> ones = {1, 1}, zeros = {0, 0, 0, 0};
-      auto conv = b.create<onnx::ConvOp>(
-          ct.getLoc(), ct.getX(), w, bias2, b.getDenseI64ArrayAttr(ones),
-          b.getDenseI64ArrayAttr(ones), b.getDenseI64ArrayAttr(zeros),
-          b.getDenseI64ArrayAttr(ones), b.getI64IntegerAttr(group));
+      SmallVector<int64_t> ones = {1, 1};
+      Value conv = strideOneConv(b, ct, ct.getX(), w, bias2, ones, ones);
       auto d2s = b.create<onnx::DepthToSpaceOp>(
           invented, conv, b.getI64IntegerAttr(k[0]), b.getStringAttr("CRD"));
-      if (auto names = ct->getAttr(kOutputNamesAttr))
-        d2s->setAttr(kOutputNamesAttr, names);
-      ct.getResult().replaceAllUsesWith(d2s.getResult());
-      ct.erase();
-      for (Operation *o : chain)
-        if (o->use_empty())
-          o->erase();
-      return;
+      return replace(ct, d2s, chain);
     }
     Type elt = xType.getElementType();
     Value z = ct.getX();
@@ -245,14 +235,28 @@ struct QatConvTransposeToConvPass
       z = b.create<onnx::PadOp>(
           invented, z, b.getDenseI64ArrayAttr({0, 0, bh, bw, 0, 0, eh, ew}),
           b.getStringAttr("constant"), b.getF64FloatAttr(0.0));
+    Value conv = strideOneConv(b, ct, z, w, ct.getB(), k, d);
+    replace(ct, conv.getDefiningOp(), chain);
+  }
+
+  /// The unpadded, stride-1 Conv that replaces `ct` (at its location).
+  Value strideOneConv(OpBuilder &b, onnx::ConvTransposeOp ct, Value x, Value w,
+                      Value bias, ArrayRef<int64_t> kernel,
+                      ArrayRef<int64_t> dilations) {
     SmallVector<int64_t> ones = {1, 1}, zeros = {0, 0, 0, 0};
-    auto conv = b.create<onnx::ConvOp>(
-        ct.getLoc(), z, w, ct.getB(), b.getDenseI64ArrayAttr(k),
+    return b.create<onnx::ConvOp>(
+        ct.getLoc(), x, w, bias, b.getDenseI64ArrayAttr(kernel),
         b.getDenseI64ArrayAttr(ones), b.getDenseI64ArrayAttr(zeros),
-        b.getDenseI64ArrayAttr(d), b.getI64IntegerAttr(group));
+        b.getDenseI64ArrayAttr(dilations), ct.getGroupAttr());
+  }
+
+  /// Replaces `ct` by the result of `last` (which takes its tensor name)
+  /// and erases the old weight chain where nothing else reads it.
+  void replace(onnx::ConvTransposeOp ct, Operation *last,
+               ArrayRef<Operation *> chain) {
     if (auto names = ct->getAttr(kOutputNamesAttr))
-      conv->setAttr(kOutputNamesAttr, names);
-    ct.getResult().replaceAllUsesWith(conv.getResult());
+      last->setAttr(kOutputNamesAttr, names);
+    ct.getResult().replaceAllUsesWith(last->getResult(0));
     ct.erase();
     for (Operation *op : chain)
       if (op->use_empty())
