@@ -5,9 +5,8 @@
 // ONNX text, compiled with `qatc compile` for the host, loaded with the
 // runtime, and its convolution layer called directly on one thread (the
 // quantize / layout layers around it are not timed). Counters: GOPS (2 ops
-// per multiply-accumulate) and % of the single-core peak: 256 int8 ops per
-// cycle (two 512-bit vpdpbusd ports) or 64 fp32 flops per cycle (two
-// 512-bit FMA ports) times the core's clock, measured (rt::measureCoreGHz).
+// per multiply-accumulate) and % of the single-core peak of the host's best
+// int8 unit or its FMA units, measured (rt::measureHostPeak).
 //
 //   build/bin/qatc-kernel-bench [--benchmark_filter=int8]
 //
@@ -171,9 +170,10 @@ void runCase(benchmark::State &state, const Case &c) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
           .count() /
       std::max<int64_t>(state.iterations(), 1);
-  static const double ghz = qatc::rt::measureCoreGHz();
+  static const qatc::rt::HostPeak host = qatc::rt::measureHostPeak();
+  double ghz = host.ghz;
   double ops = 2.0 * m.layers[layer].macs;
-  double peak = (c.int8 ? 256.0 : 64.0) * ghz * 1e9;
+  double peak = (c.int8 ? host.int8Gops : host.fp32Gflops) * 1e9;
   state.counters["GOPS"] = ops / seconds / 1e9;
   state.counters["peak%"] = 100.0 * ops / seconds / peak;
   state.counters["GHz"] = ghz;

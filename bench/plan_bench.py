@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """qatc plans against ONNX Runtime (npm onnxruntime-node) in one run.
 
-  /usr/bin/python3 bench/plan_bench.py [--threads 1 2] [--runs 300] \\
+  /usr/bin/python3 bench/plan_bench.py [--threads 1 2] [--runs 300] [--torch] \\
       model.onnx:input_name=x.npy ...
 
 For each model: `qatc compile`, `qatc bench --json` (median of --runs runs)
@@ -29,6 +29,10 @@ def main():
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--runs", type=int, default=300)
     ap.add_argument("--work", default=os.path.join(ROOT, "build", "plan-bench"))
+    ap.add_argument("--torch", action="store_true",
+                    help="also time PyTorch's int8 engine (FX post-training "
+                         "quantization, onednn backend; bench/torch_int8.py) on "
+                         "pairs named after a tests/models/generate.py model")
     args = ap.parse_args()
     os.makedirs(args.work, exist_ok=True)
     rows = []
@@ -79,16 +83,34 @@ def main():
             if name.endswith(suffix):
                 pairs.setdefault((name[: -len(suffix)], t), {})[kind] = (o, q, p)
     full = [(k, v) for k, v in pairs.items() if len(v) == 2]
+    # PyTorch's int8 engine on the same architecture (its own quantization
+    # of the same seeded model), in the same run.
+    torch_ms = {}
+    if args.torch:
+        for (base, t), _ in full:
+            r = subprocess.run(
+                ["/usr/bin/python3", os.path.join(ROOT, "bench", "torch_int8.py"),
+                 base, "--threads", str(t), "--runs", str(min(args.runs, 100))],
+                capture_output=True, text=True)
+            if r.returncode == 0:
+                torch_ms[(base, t)] = json.loads(r.stdout)["median_ms"]
+            else:
+                print(r.stderr.strip(), file=sys.stderr)
     if full:
         print()
         print(f"{'model':22s} {'thr':>3s} {'ORT fp32':>9s} {'ORT int8':>9s} "
-              f"{'qatc fp32':>9s} {'qatc int8':>9s}  {'vs ORT int8':>11s} "
-              f"{'vs ORT fp32':>11s} {'vs own fp32':>11s} {'int8 conv %peak':>15s}")
+              f"{'torch int8':>10s} {'qatc fp32':>9s} {'qatc int8':>9s}  "
+              f"{'vs ORT int8':>11s} {'vs ORT fp32':>11s} {'vs torch':>9s} "
+              f"{'vs own fp32':>11s} {'int8 conv %peak':>15s}")
         for (base, t), v in full:
             of, qf, _ = v["fp32"]
             oi, qi, pi = v["int8"]
-            print(f"{base:22s} {t:3d} {of:9.3f} {oi:9.3f} {qf:9.3f} {qi:9.3f}  "
-                  f"{oi / qi:10.2f}x {of / qi:10.2f}x {qf / qi:10.2f}x {pi:15.1f}")
+            tm = torch_ms.get((base, t))
+            tcol = f"{tm:10.3f}" if tm else f"{'-':>10s}"
+            tvs = f"{tm / qi:8.2f}x" if tm else f"{'-':>9s}"
+            print(f"{base:22s} {t:3d} {of:9.3f} {oi:9.3f} {tcol} {qf:9.3f} "
+                  f"{qi:9.3f}  {oi / qi:10.2f}x {of / qi:10.2f}x {tvs} "
+                  f"{qf / qi:10.2f}x {pi:15.1f}")
     return 0
 
 

@@ -3,8 +3,10 @@
 // Thread 0 is the caller. Workers 1..N-1 are created with the session and
 // wait for a run (spinning briefly, then sleeping: between runs nothing is
 // due). Within a run every thread walks the layer list and meets the others
-// at a spinning barrier after each layer: an OS sleep between layers costs
-// tens of microseconds, more than many layers take.
+// at a spinning barrier where work changes hands: after a layer that all
+// threads share, and before one (thread 0 alone runs the small layers, and
+// a run of them needs no barrier between them). An OS sleep between layers
+// would cost tens of microseconds, more than many layers take.
 //
 //===----------------------------------------------------------------------===//
 
@@ -107,7 +109,12 @@ void Session::runLayers(int tid) {
       plan_.layerFunction(i)(arena_, weights, tid, threads_);
     else if (tid == 0)
       plan_.layerFunction(i)(arena_, weights, 0, 1);
-    if (threads_ > 1)
+    // Threads meet after a shared layer (its results are everyone's) and
+    // before one (it reads what thread 0 wrote).
+    bool handOver = m.layers[i].parallel ||
+                    (i + 1 < m.layers.size() && m.layers[i + 1].parallel) ||
+                    profiling_ || callback_;
+    if (threads_ > 1 && handOver)
       workers_->barrier();
     if (tid == 0) {
       if (profiling_) {
@@ -149,7 +156,8 @@ bool Session::run(const std::vector<const void *> &inputs,
     workers_->wake.notify_all();
   }
   runLayers(0);
-  // The last barrier of runLayers has every worker done with the arena.
+  // Workers touch the arena only in shared layers, each followed by a
+  // barrier: they are done with it here.
   for (size_t i = 0; i < outputs.size(); ++i)
     if (outputs[i])
       readTensor(m.tensors[m.outputs[i]], arena_, outputs[i]);

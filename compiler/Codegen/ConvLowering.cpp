@@ -101,7 +101,7 @@ std::string GraphLowering::denseKernelName(const DenseConvSpec &s) const {
                                                                : "int8-generic")
                                : "fp32-fma";
   return isaName + "-conv " + std::to_string(s.MR) + "x" +
-         std::to_string(s.NV * 16);
+         std::to_string(s.NV * 16) + s.ep.chainName;
 }
 
 LogicalResult GraphLowering::denseConv(
@@ -207,7 +207,7 @@ LogicalResult GraphLowering::lowerConv(Operation *op, bool int8, int in, int o,
                           : isa == Isa::AVXVNNI  ? "avxvnni-depthwise "
                                                  : "int8-depthwise ")
                        : "fp32-depthwise ") +
-      (s.columns ? "4x16" : "1x16");
+      (s.columns ? "4x16" : "1x16") + s.ep.chainName;
   addLayer(op, kernel, int8 ? "int8" : "fp32", macs > 50000, macs, ins, {o},
            [=](KB &k) {
              DepthwiseSpec spec = s;
@@ -251,6 +251,7 @@ LogicalResult GraphLowering::groupedConv(
     shift(s.ep.multOff);
     shift(s.ep.scaleOff);
     shift(s.ep.biasOff);
+    s.ep.chainChannelBase = g * OCg;
     s.corrOff = corrOff;
     shift(s.corrOff);
     specs.push_back(packDense(
@@ -293,8 +294,8 @@ LogicalResult GraphLowering::lowerQatConv(qat::ConvOp op) {
   const CTensor &x = tensors[in];
   auto ws = cast<ShapedType>(op.getWeight().getType()).getShape();
   int64_t OC = ws[0], perChannel = ws[1] * ws[2] * ws[3];
-  int o = resultTensor(op.getOutput(), plan::Layout::NHWC);
   Epilogue ep;
+  int o = epilogueOutput(op.getOutput(), plan::Layout::NHWC, 1, ep);
   if (failed(linearEpilogue(op, x, wl, OC, o, ep)))
     return failure();
   int residual = -1;
@@ -503,8 +504,6 @@ LogicalResult GraphLowering::batchedProduct(Operation *op, int ta, int tb,
 
 LogicalResult GraphLowering::lowerQatMatMul(qat::MatMulOp op) {
   auto w = constantOf(op.getRhs());
-  bool outInt8 =
-      isa<quant::QuantizedType>(op.getOutput().getType().getElementType());
   auto outShape = op.getOutput().getType().getShape();
   if (!w || cast<ShapedType>(op.getRhs().getType()).getRank() != 2) {
     // Activation x activation (attention): a batched product.
@@ -541,10 +540,18 @@ LogicalResult GraphLowering::lowerQatMatMul(qat::MatMulOp op) {
   auto rs = cast<ShapedType>(op.getRhs().getType()).getShape();
   bool tr = op.getTransposeRhs();
   int64_t K = tr ? rs[1] : rs[0], N = tr ? rs[0] : rs[1];
-  int o = resultTensor(op.getOutput(), outInt8 && outShape.size() == 2
-                                           ? plan::Layout::NHWC
-                                           : plan::Layout::Plain);
   Epilogue ep;
+  // Rank-2 int8 results are NHWC (rows padded to dwords for the next
+  // product), the others plain.
+  int o = epilogueOutput(
+      op.getOutput(),
+      [&](Value r) {
+        return isa<quant::QuantizedType>(getElementTypeOrSelf(r.getType())) &&
+                       outShape.size() == 2
+                   ? plan::Layout::NHWC
+                   : plan::Layout::Plain;
+      },
+      outShape.size() - 1, ep);
   if (failed(linearEpilogue(op, x, wl, N, o, ep)))
     return failure();
   if (op.getResidual())
@@ -573,12 +580,12 @@ LogicalResult GraphLowering::lowerFloatConv(onnx::ConvOp op) {
                         "constant");
   std::vector<float> wf = floatsOf(*w);
   auto ws = cast<ShapedType>(op.getW().getType()).getShape();
-  int o = resultTensor(op.getY(), plan::Layout::NHWC);
   Epilogue ep;
+  int o = epilogueOutput(op.getY(), plan::Layout::NHWC, 1, ep);
+  fillEpilogueOut(ep, tensors[o]);
   if (op.getB() &&
       failed(addChannelConstant(op, op.getB(), "bias", ws[0], ep.biasOff)))
     return failure();
-  foldActivation(op.getY(), o, ep);
   return lowerConv(op, false, in, o, ws, op.getGroup(), op.getStrides(),
                    op.getPads(), op.getDilations(), ep, -1, -1,
                    [wf](int64_t i) -> double { return wf[i]; });
@@ -591,8 +598,8 @@ LogicalResult GraphLowering::lowerFloatMatMul(onnx::MatMulOp op) {
                         "(a vector operand is not compiled yet)");
   auto w = constantOf(op.getB());
   auto bs = cast<ShapedType>(op.getB().getType()).getShape();
-  int o = resultTensor(op.getY(), plan::Layout::Plain);
   if (!w || bs.size() != 2) {
+    int o = resultTensor(op.getY(), plan::Layout::Plain);
     std::optional<std::pair<float, float>> act = foldActivation(op.getY(), o);
     std::optional<qat::ClampAttr> clamp;
     if (act)
@@ -606,7 +613,9 @@ LogicalResult GraphLowering::lowerFloatMatMul(onnx::MatMulOp op) {
   int in = asRows(tensorOf(op.getA()), op.getLoc());
   int64_t K = bs[0], N = bs[1];
   Epilogue ep;
-  foldActivation(op.getY(), o, ep);
+  int64_t rank = cast<ShapedType>(op.getY().getType()).getRank();
+  int o = epilogueOutput(op.getY(), plan::Layout::Plain, rank - 1, ep);
+  fillEpilogueOut(ep, tensors[o]);
   return matrixProduct(
       op, false, in, o, K, N, ep, -1,
       [wf, N](int64_t n, int64_t k) -> double { return wf[k * N + n]; });
@@ -633,7 +642,6 @@ LogicalResult GraphLowering::lowerGemm(onnx::GemmOp op) {
   auto bs = cast<ShapedType>(op.getB().getType()).getShape();
   bool tr = op.getTransB();
   int64_t K = tr ? bs[1] : bs[0], N = tr ? bs[0] : bs[1];
-  int o = resultTensor(op.getY(), plan::Layout::Plain);
   std::vector<float> bias;
   if (op.getC()) {
     auto c = constantOf(op.getC());
@@ -656,6 +664,7 @@ LogicalResult GraphLowering::lowerGemm(onnx::GemmOp op) {
     ep.biasOff = addChannels(bias, N);
   auto w = constantOf(op.getB());
   if (!w) {
+    int o = resultTensor(op.getY(), plan::Layout::Plain);
     std::optional<std::pair<float, float>> act = foldActivation(op.getY(), o);
     std::optional<qat::ClampAttr> clamp;
     if (act)
@@ -669,7 +678,8 @@ LogicalResult GraphLowering::lowerGemm(onnx::GemmOp op) {
     for (float &x : wf)
       x *= alpha;
   int in = asRows(a, op.getLoc());
-  foldActivation(op.getY(), o, ep);
+  int o = epilogueOutput(op.getY(), plan::Layout::Plain, 1, ep);
+  fillEpilogueOut(ep, tensors[o]);
   return matrixProduct(op, false, in, o, K, N, ep, -1,
                        [wf, tr, K, N](int64_t n, int64_t k) -> double {
                          return wf[tr ? n * K + k : k * N + n];

@@ -413,12 +413,7 @@ std::optional<std::pair<float, float>> GraphLowering::foldActivation(Value v,
   return bounds;
 }
 
-/// The scalar body that is one op of `OpTy` on the (f32) operand(s).
-template <typename OpTy> static ScalarFn unaryFn() {
-  return [](KB &k, ArrayRef<Value> v) -> Value {
-    return k.b.create<OpTy>(k.loc, v[0]);
-  };
-}
+/// The scalar body that is one op of `OpTy` on the (f32) operands.
 template <typename OpTy> static ScalarFn binaryFn() {
   return [](KB &k, ArrayRef<Value> v) -> Value {
     return k.b.create<OpTy>(k.loc, v[0], v[1]);
@@ -664,57 +659,13 @@ LogicalResult GraphLowering::run() {
                     return k.select(c, v[1], v[2]);
                   });
             })
-            .Case<onnx::PReluOp>([&](auto o) {
-              return lowerBinary(
-                  o, "prelu", [](KB &k, ArrayRef<Value> v) -> Value {
-                    Value neg = k.b.create<arith::CmpFOp>(
-                        k.loc, arith::CmpFPredicate::OLT, v[0], k.cf(0.f));
-                    return k.select(
-                        neg, k.b.create<arith::MulFOp>(k.loc, v[1], v[0]),
-                        v[0]);
-                  });
-            })
-            .Case<onnx::FloorOp>([&](auto o) {
-              return lowerUnary(o, "floor", unaryFn<math::FloorOp>());
-            })
-            .Case<onnx::CeilOp>([&](auto o) {
-              return lowerUnary(o, "ceil", unaryFn<math::CeilOp>());
-            })
-            .Case<onnx::RoundOp>([&](auto o) {
-              return lowerUnary(o, "round", unaryFn<math::RoundEvenOp>());
-            })
-            .Case<onnx::SignOp>([&](auto o) {
-              return lowerUnary(o, "sign", [](KB &k, ArrayRef<Value> v) {
-                OpBuilder &b = k.b;
-                Value pos = b.create<arith::CmpFOp>(
-                    k.loc, arith::CmpFPredicate::OGT, v[0], k.cf(0.f));
-                Value neg = b.create<arith::CmpFOp>(
-                    k.loc, arith::CmpFPredicate::OLT, v[0], k.cf(0.f));
-                return k.select(pos, k.cf(1.f),
-                                k.select(neg, k.cf(-1.f), k.cf(0.f)));
-              });
-            })
-            .Case<onnx::SoftplusOp>([&](auto o) {
-              return lowerUnary(o, "softplus", [](KB &k, ArrayRef<Value> v) {
-                // log(exp(x) + 1), as the reference.
-                OpBuilder &b = k.b;
-                Value e = b.create<math::ExpOp>(k.loc, v[0]);
-                return b.create<math::LogOp>(
-                    k.loc, b.create<arith::AddFOp>(k.loc, e, k.cf(1.f)));
-              });
-            })
-            .Case<onnx::EluOp>([&](auto o) {
-              float alpha = o.getAlpha().convertToFloat();
-              return lowerUnary(o, "elu", [=](KB &k, ArrayRef<Value> v) {
-                OpBuilder &b = k.b;
-                Value neg = b.create<arith::CmpFOp>(
-                    k.loc, arith::CmpFPredicate::OLT, v[0], k.cf(0.f));
-                Value e = b.create<arith::SubFOp>(
-                    k.loc, b.create<math::ExpOp>(k.loc, v[0]), k.cf(1.f));
-                return k.select(
-                    neg, b.create<arith::MulFOp>(k.loc, e, k.cf(alpha)), v[0]);
-              });
-            })
+            .Case<onnx::SigmoidOp, onnx::HardSigmoidOp, onnx::HardSwishOp,
+                  onnx::ErfOp, onnx::TanhOp, onnx::ExpOp, onnx::SqrtOp,
+                  onnx::LeakyReluOp, onnx::LogOp, onnx::AbsOp, onnx::NegOp,
+                  onnx::ReciprocalOp, onnx::FloorOp, onnx::CeilOp,
+                  onnx::RoundOp, onnx::SignOp, onnx::SoftplusOp, onnx::EluOp,
+                  onnx::PReluOp>(
+                [&](Operation *o) { return lowerPointwise(o); })
             .Case<qat::ConcatOp>([&](auto o) {
               return lowerConcat(o, o.getInputs(), o.getAxis());
             })
@@ -759,7 +710,7 @@ LogicalResult GraphLowering::run() {
                   onnx::ModOp, onnx::MaxOp, onnx::MinOp>([&](Operation *o)
                                                              -> LogicalResult {
               if (!isIntegerValue(o->getResult(0)))
-                return lowerFloatBinary(o);
+                return lowerPointwise(o);
               // Integer arithmetic on indices, in int64 (ONNX Div
               // truncates, Mod without fmod takes the divisor's sign).
               bool fmod = false;
@@ -813,74 +764,6 @@ LogicalResult GraphLowering::run() {
                     return k.select(bad, zero, r);
                   });
             })
-            .Case<onnx::SigmoidOp>([&](auto o) {
-              return lowerUnary(o, "sigmoid", [](KB &k, ArrayRef<Value> v) {
-                // 1 / (1 + exp(-x)), as the reference.
-                OpBuilder &b = k.b;
-                Value e = b.create<math::ExpOp>(
-                    k.loc, b.create<arith::NegFOp>(k.loc, v[0]));
-                return b.create<arith::DivFOp>(
-                    k.loc, k.cf(1.f),
-                    b.create<arith::AddFOp>(k.loc, k.cf(1.f), e));
-              });
-            })
-            .Case<onnx::HardSigmoidOp>([&](auto o) {
-              float alpha = o.getAlpha().convertToFloat(),
-                    beta = o.getBeta().convertToFloat();
-              return lowerUnary(
-                  o, "hardsigmoid", [=](KB &k, ArrayRef<Value> v) -> Value {
-                    OpBuilder &b = k.b;
-                    Value y = b.create<arith::AddFOp>(
-                        k.loc,
-                        b.create<arith::MulFOp>(k.loc, v[0], k.cf(alpha)),
-                        k.cf(beta));
-                    y = b.create<arith::MinimumFOp>(k.loc, y, k.cf(1.f));
-                    return b.create<arith::MaximumFOp>(k.loc, y, k.cf(0.f));
-                  });
-            })
-            .Case<onnx::HardSwishOp>([&](auto o) {
-              return lowerUnary(
-                  o, "hardswish", [](KB &k, ArrayRef<Value> v) -> Value {
-                    OpBuilder &b = k.b;
-                    Value y = b.create<arith::AddFOp>(
-                        k.loc,
-                        b.create<arith::MulFOp>(k.loc, v[0], k.cf(1.f / 6.f)),
-                        k.cf(0.5f));
-                    y = b.create<arith::MinimumFOp>(k.loc, y, k.cf(1.f));
-                    y = b.create<arith::MaximumFOp>(k.loc, y, k.cf(0.f));
-                    return b.create<arith::MulFOp>(k.loc, v[0], y);
-                  });
-            })
-            .Case<onnx::ErfOp>([&](auto o) {
-              return lowerUnary(o, "erf", unaryFn<math::ErfOp>());
-            })
-            .Case<onnx::TanhOp>([&](auto o) {
-              return lowerUnary(o, "tanh", unaryFn<math::TanhOp>());
-            })
-            .Case<onnx::ExpOp>([&](auto o) {
-              return lowerUnary(o, "exp", unaryFn<math::ExpOp>());
-            })
-            .Case<onnx::SqrtOp>([&](auto o) {
-              return lowerUnary(o, "sqrt", unaryFn<math::SqrtOp>());
-            })
-            .Case<onnx::LeakyReluOp>([&](auto o) {
-              float alpha = o.getAlpha().convertToFloat();
-              return lowerUnary(
-                  o, "leakyrelu", [=](KB &k, ArrayRef<Value> v) -> Value {
-                    OpBuilder &b = k.b;
-                    Value neg = b.create<arith::CmpFOp>(
-                        k.loc, arith::CmpFPredicate::OLT, v[0], k.cf(0.f));
-                    return k.select(
-                        neg, b.create<arith::MulFOp>(k.loc, v[0], k.cf(alpha)),
-                        v[0]);
-                  });
-            })
-            .Case<onnx::LogOp>([&](auto o) {
-              return lowerUnary(o, "log", unaryFn<math::LogOp>());
-            })
-            .Case<onnx::AbsOp>([&](auto o) {
-              return lowerUnary(o, "abs", unaryFn<math::AbsFOp>());
-            })
             .Case<onnx::SplitOp>([&](onnx::SplitOp o) -> LogicalResult {
               // Every piece is a slice view of the input.
               int in = tensorOf(o.getInput());
@@ -896,14 +779,6 @@ LogicalResult GraphLowering::run() {
                     cast<ShapedType>(r.getType()).getDimSize(axis) * st[axis];
               }
               return success();
-            })
-            .Case<onnx::NegOp>([&](auto o) {
-              return lowerUnary(o, "neg", unaryFn<arith::NegFOp>());
-            })
-            .Case<onnx::ReciprocalOp>([&](auto o) {
-              return lowerUnary(o, "reciprocal", [](KB &k, ArrayRef<Value> v) {
-                return k.b.create<arith::DivFOp>(k.loc, k.cf(1.f), v[0]);
-              });
             })
             .Case<onnx::IdentityOp>([&](auto o) {
               valueTensor[o->getResult(0)] = tensorOf(o->getOperand(0));
@@ -927,10 +802,14 @@ LogicalResult GraphLowering::run() {
             .Case<onnx::GemmOp>([&](auto o) { return lowerGemm(o); })
             .Case<onnx::MatMulOp>([&](auto o) { return lowerFloatMatMul(o); })
             .Case<onnx::ReluOp>([&](auto o) {
+              if (auto fusedMap = tryFusedMap(o))
+                return *fusedMap;
               return lowerClamp(o, o.getX(), 0.0,
                                 std::numeric_limits<double>::infinity());
             })
             .Case<onnx::ClipOp>([&](auto o) {
+              if (auto fusedMap = tryFusedMap(o))
+                return *fusedMap;
               double inf = std::numeric_limits<double>::infinity();
               return lowerClamp(
                   o, o.getX(),
@@ -1049,6 +928,8 @@ void GraphLowering::emitLayers() {
       b.getFunctionType({ptr, ptr, b.getI64Type(), b.getI64Type()}, {});
   for (Layer &l : layers) {
     auto fn = b.create<func::FuncOp>(l.loc, l.desc.symbol, fnType);
+    // For IR dumps and lit tests: the kernel the manifest names.
+    fn->setAttr("qatc.kernel", b.getStringAttr(l.desc.kernel));
     Block *entry = fn.addEntryBlock();
     OpBuilder fb = OpBuilder::atBlockBegin(entry);
     KB k(fb, l.loc, entry->getArgument(0), entry->getArgument(1),

@@ -86,6 +86,46 @@ struct Src {
 /// A float scalar body of a strided kernel.
 using ScalarFn = std::function<Value(KB &, ArrayRef<Value>)>;
 
+/// The f32 arithmetic of an elementwise op (Sigmoid, Mul, Clip, ...) on
+/// scalars or vectors alike; nullopt for ops that are not elementwise f32
+/// math. PointwiseFusion.cpp.
+std::optional<ScalarFn> elementwiseBody(Operation *op);
+/// The kernel name of an elementwise op's layer ("sigmoid").
+std::string elementwiseKernel(Operation *op);
+
+/// Elementwise ops that run as one: inside a producer's epilogue or as one
+/// map layer. Only `exit`, the last op's result, is used outside.
+struct Chain {
+  std::vector<Operation *> ops; ///< block order; a qat.quantize only last
+  Value exit;
+};
+
+/// An operand of a chain step: an earlier value (an input or a step's
+/// result), a scalar constant, or a per-channel constant in the weights.
+struct ChainArg {
+  enum Kind { Slot, Scalar, Channel } kind = Slot;
+  int slot = 0;
+  float value = 0;
+  int64_t offset = -1;
+};
+struct ChainStep {
+  ScalarFn fn;
+  std::vector<ChainArg> args;
+};
+/// A chain compiled to steps, independent of the IR: values 0..inputs-1
+/// are the inputs, then one per step; `result` is the chain's value (a
+/// final quantize is the caller's).
+struct ChainProgram {
+  int inputs = 0;
+  std::vector<ChainStep> steps;
+  int result = 0;
+  std::string name; ///< "sigmoid+mul+quantize"
+  /// The chain on `in` (scalars or 16-lane vectors); `channel(offset)` loads
+  /// a per-channel constant.
+  Value run(KB &k, ArrayRef<Value> in,
+            llvm::function_ref<Value(int64_t)> channel) const;
+};
+
 inline std::vector<int64_t> rowMajor(ArrayRef<int64_t> shape) {
   std::vector<int64_t> st(shape.size(), 1);
   int64_t acc = 1;
@@ -299,8 +339,9 @@ private:
   /// Min and Casts between integer types and f32.
   LogicalResult lowerIntMap(Operation *op, std::vector<Src> ins,
                             std::string kernel, ScalarFn fn);
-  /// Add, Sub, Mul, Div, Mod (fmod), Max, Min of f32 / int8 operands.
-  LogicalResult lowerFloatBinary(Operation *op);
+  /// An elementwise op of elementwiseBody on f32 / int8 operands, with the
+  /// chain after it when there is one (tryFusedMap).
+  LogicalResult lowerPointwise(Operation *op);
   /// TopK of f32 data: values (f32) and indices (int64).
   LogicalResult lowerTopK(onnx::TopKOp op);
   /// The tensor of op result `res` (int8 when its type is quantized).
@@ -374,6 +415,34 @@ private:
     }
   }
 
+  // Pointwise fusion (PointwiseFusion.cpp).
+  /// The longest chain of f32 elementwise ops (and a final per-tensor
+  /// qat.quantize) fed by `seed` (epilogue mode: its other operands are
+  /// scalar constants or constants per channel along `channelAxis`) or
+  /// starting at `first` (map mode: any operands lowered before `first`)
+  /// whose values, but the last, are used only inside it. Map mode needs two
+  /// ops or more.
+  std::optional<Chain> matchChain(Value seed, Operation *first,
+                                  int64_t channelAxis);
+  /// `c` as steps; map mode (`mapInputs`) collects the non-scalar operands
+  /// from outside the chain as inputs after none, epilogue mode has `seed`
+  /// as input 0 and puts per-channel constants in the weights.
+  ChainProgram chainProgram(const Chain &c, Value seed, int64_t channelAxis,
+                            std::vector<Src> *mapInputs);
+  /// The output tensor of a producer (conv, matrix product) whose result is
+  /// `v`: the exit of the chain after `v`, which `ep` then computes, or `v`'s
+  /// own tensor.
+  int epilogueOutput(Value v, llvm::function_ref<plan::Layout(Value)> layout,
+                     int64_t channelAxis, Epilogue &ep);
+  int epilogueOutput(Value v, plan::Layout layout, int64_t channelAxis,
+                     Epilogue &ep) {
+    return epilogueOutput(
+        v, [layout](Value) { return layout; }, channelAxis, ep);
+  }
+  /// Elementwise op `op` and the chain after it as one map layer; nullopt
+  /// when no chain of two or more ops starts there.
+  std::optional<LogicalResult> tryFusedMap(Operation *op);
+
   // Op handlers.
   LogicalResult lowerQuantize(qat::QuantizeOp op);
   LogicalResult lowerDequantize(qat::DequantizeOp op);
@@ -395,8 +464,11 @@ private:
   LogicalResult lowerGemm(onnx::GemmOp op);
   /// A strided elementwise layer: result = fn(inputs dequantized to f32),
   /// quantized when the result is; a float Relu/Clip after it folds in.
+  /// The result is `res` (default: op's), the layer's location `loc`
+  /// (default: op's).
   LogicalResult lowerMap(Operation *op, std::vector<Src> ins,
-                         std::string kernel, ScalarFn fn);
+                         std::string kernel, ScalarFn fn, Value res = {},
+                         std::optional<Location> loc = std::nullopt);
   LogicalResult lowerUnary(Operation *op, std::string kernel, ScalarFn fn) {
     return lowerMap(op, {srcOf(op->getOperand(0))}, std::move(kernel),
                     std::move(fn));

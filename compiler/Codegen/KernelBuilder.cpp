@@ -136,18 +136,24 @@ Value KB::floatLike(Type like, float v) {
   return cf(v);
 }
 
-/// `like` (a scalar or vector type) with element type `elem`.
-static Type withElement(Type like, Type elem) {
+Type KB::like(Type like, Type elem) {
   if (auto vt = dyn_cast<VectorType>(like))
     return VectorType::get(vt.getShape(), elem);
   return elem;
 }
 
-/// An integer constant of type `t` (a scalar or vector type).
-static Value intConst(KB &k, Type t, int64_t v) {
+Value KB::intLike(Type t, int64_t v) {
   if (auto vt = dyn_cast<VectorType>(t))
-    return k.splatI(v, vt.getNumElements(), vt.getElementType());
-  return k.b.create<arith::ConstantIntOp>(k.loc, v, t.getIntOrFloatBitWidth());
+    return splatI(v, vt.getNumElements(), vt.getElementType());
+  return b.create<arith::ConstantIntOp>(loc, v, t.getIntOrFloatBitWidth());
+}
+
+Value KB::doubleLike(Type t, double v) {
+  auto f64 = b.getF64Type();
+  if (auto vt = dyn_cast<VectorType>(t))
+    return b.create<arith::ConstantOp>(
+        loc, vt, DenseElementsAttr::get(vt, llvm::APFloat(v)));
+  return b.create<arith::ConstantFloatOp>(loc, llvm::APFloat(v), f64);
 }
 
 Value KB::quantize(Value y, float scale, int64_t zp, int64_t qmin,
@@ -159,17 +165,17 @@ Value KB::quantize(Value y, float scale, int64_t zp, int64_t qmin,
   q = b.create<arith::MinimumFOp>(loc, q,
                                   floatLike(t, static_cast<float>(qmax - zp)));
   q = b.create<math::RoundEvenOp>(loc, q);
-  Type ti32 = withElement(t, i32);
+  Type ti32 = like(t, i32);
   Value qi = b.create<arith::FPToSIOp>(loc, ti32, q);
-  qi = b.create<arith::AddIOp>(loc, qi, intConst(*this, ti32, zp));
-  return b.create<arith::TruncIOp>(loc, withElement(t, i8), qi);
+  qi = b.create<arith::AddIOp>(loc, qi, intLike(ti32, zp));
+  return b.create<arith::TruncIOp>(loc, like(t, i8), qi);
 }
 
 Value KB::dequantize(Value q, int64_t zp, float scale) {
-  Type t = q.getType(), ti32 = withElement(t, i32);
+  Type t = q.getType(), ti32 = like(t, i32);
   Value qi = b.create<arith::ExtUIOp>(loc, ti32, q);
-  qi = b.create<arith::SubIOp>(loc, qi, intConst(*this, ti32, zp));
-  Value f = b.create<arith::SIToFPOp>(loc, withElement(t, f32), qi);
+  qi = b.create<arith::SubIOp>(loc, qi, intLike(ti32, zp));
+  Value f = b.create<arith::SIToFPOp>(loc, like(t, f32), qi);
   return b.create<arith::MulFOp>(loc, f, floatLike(t, scale));
 }
 
@@ -258,6 +264,8 @@ void qatc::codegen::emitEpilogue(KB &k, const Epilogue &ep, Value acc, Value c0,
   }
   if (ep.hasPost)
     y = clamp(y, ep.postLo, ep.postHi);
+  if (ep.chain)
+    y = ep.chain(k, y, k.add(c0, k.c(ep.chainChannelBase)));
   if (!ep.quantOut) {
     k.maskedStore(y, out, mask);
     return;

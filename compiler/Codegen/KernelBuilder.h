@@ -22,6 +22,7 @@
 #include "mlir/IR/Builders.h"
 
 #include <functional>
+#include <string>
 #include <vector>
 
 namespace qatc::codegen {
@@ -83,6 +84,11 @@ public:
   mlir::Value weightsAt(int64_t offset, mlir::Value index, int64_t elemBytes);
   /// A float constant shaped like `like` (a scalar or a vector type).
   mlir::Value floatLike(mlir::Type like, float v);
+  /// The same for f64 and integer (any width) element types.
+  mlir::Value doubleLike(mlir::Type like, double v);
+  mlir::Value intLike(mlir::Type like, int64_t v);
+  /// `like` (a scalar or a vector type) with element type `elem`.
+  static mlir::Type like(mlir::Type like, mlir::Type elem);
   /// QuantizeLinear of f32 `y` (scalar or vector) to the stored domain:
   /// `y / scale`, clamped to [qmin, qmax] - zp, rounded half to even, + zp;
   /// i8 of y's shape.
@@ -112,6 +118,12 @@ struct Epilogue {
   float resScale = 1;
   bool hasPost = false;
   float postLo = 0, postHi = 0;
+  /// A fused chain of elementwise ops on the f32 result (16 lanes) before
+  /// the store: `chain(k, y, first channel)`; the channel indexes per-channel
+  /// constants, offset by `chainChannelBase` (a group's first channel).
+  std::function<mlir::Value(KB &, mlir::Value, mlir::Value)> chain;
+  std::string chainName; ///< appended to the kernel's name
+  int64_t chainChannelBase = 0;
   float outScale = 1;
   int64_t outZp = 0, qmin = 0, qmax = 255; ///< stored domain
 };

@@ -56,8 +56,11 @@ LogicalResult GraphLowering::lowerRequantize(qat::RequantizeOp op) {
 }
 
 LogicalResult GraphLowering::lowerMap(Operation *op, std::vector<Src> ins,
-                                      std::string kernel, ScalarFn fn) {
-  Value res = op->getResult(0);
+                                      std::string kernel, ScalarFn fn,
+                                      Value res, std::optional<Location> loc) {
+  if (!res)
+    res = op->getResult(0);
+  Location at = loc ? *loc : op->getLoc();
   // Float bodies: integer tensors (indices) go through lowerIntMap.
   bool intData = isIntegerValue(res);
   for (const Src &s : ins)
@@ -80,8 +83,8 @@ LogicalResult GraphLowering::lowerMap(Operation *op, std::vector<Src> ins,
     }
   std::vector<int64_t> loop(shape.begin(), shape.end());
   addLayer(
-      op, kernel, int8 ? "int8" : "fp32", product(loop) > 4096, 0, reads, {o},
-      [=](KB &k) {
+      at, nodeName(at), opTypeOf(at, op), kernel, int8 ? "int8" : "fp32",
+      product(loop) > 4096, 0, reads, {o}, [=](KB &k) {
         StridedMap m;
         m.shape = loop;
         m.out = operand(Src{o, -1, {}}, loop);
@@ -108,29 +111,6 @@ LogicalResult GraphLowering::lowerMap(Operation *op, std::vector<Src> ins,
         });
       });
   return success();
-}
-
-LogicalResult GraphLowering::lowerFloatBinary(Operation *op) {
-  auto fn = [](auto tag) -> ScalarFn {
-    using OpTy = decltype(tag);
-    return [](KB &k, ArrayRef<Value> v) -> Value {
-      return k.b.create<OpTy>(k.loc, v[0], v[1]);
-    };
-  };
-  if (isa<onnx::AddOp>(op))
-    return lowerElementwise(op, op->getOperand(0), op->getOperand(1), false,
-                            std::nullopt);
-  if (isa<onnx::SubOp>(op))
-    return lowerBinary(op, "sub", fn(arith::SubFOp()));
-  if (isa<onnx::MulOp>(op))
-    return lowerBinary(op, "mul", fn(arith::MulFOp()));
-  if (isa<onnx::DivOp>(op))
-    return lowerBinary(op, "div", fn(arith::DivFOp()));
-  if (isa<onnx::MaxOp>(op))
-    return lowerBinary(op, "max", fn(arith::MaximumFOp()));
-  if (isa<onnx::MinOp>(op))
-    return lowerBinary(op, "min", fn(arith::MinimumFOp()));
-  return lowerBinary(op, "fmod", fn(arith::RemFOp()));
 }
 
 LogicalResult GraphLowering::lowerIntMap(Operation *op, std::vector<Src> ins,
@@ -387,86 +367,86 @@ LogicalResult GraphLowering::lowerReduce(Operation *op, Value inV,
                    ? std::numeric_limits<float>::infinity()
                : kind == ReduceKind::Prod ? 1.f
                                           : 0.f;
-  addLayer(
-      op, kernel, int8In ? "int8" : "fp32", product(loop) >= 64, 0, {in}, {o},
-      [=](KB &k) {
-        const CTensor &X = tensors[in], &O = tensors[o];
-        StridedReduce r;
-        r.shape = loop;
-        StridedOperand full = operand(Src{in, -1, {}}, inShape);
-        r.in = full;
-        for (size_t d = 0; d < inShape.size(); ++d) {
-          if (reduced[d]) {
-            r.in.strides[d] = 0;
-            r.reduceStrides.push_back(full.strides[d]);
-          }
-        }
-        r.reduceShape = reduceShape;
-        r.init = init;
-        // The result over the keepdims loop: its own strides in order.
-        std::vector<int64_t> ost = stridesOf(O);
-        r.out = operand(Src{o, -1, {}}, outShape);
-        r.out.strides.assign(loop.size(), 0);
-        for (size_t d = 0, j = 0; d < loop.size(); ++d) {
-          if (outShape.size() == loop.size()) {
-            r.out.strides[d] = loop[d] == 1 ? 0 : ost[d];
-          } else if (!reduced[d]) {
-            r.out.strides[d] = ost[j++];
-          }
-        }
-        OpBuilder &b = k.b;
-        emitStridedReduce(
-            k, r,
-            [&](ArrayRef<Value> v) -> Value {
-              Value x = v[1];
-              if (X.int8) {
-                // (q - z) summed exactly: integers below 2^24.
-                Value i = b.create<arith::ExtUIOp>(k.loc, k.i32, x);
-                i = b.create<arith::SubIOp>(
-                    k.loc, i, b.create<arith::ConstantIntOp>(k.loc, X.zp, 32));
-                x = b.create<arith::SIToFPOp>(k.loc, k.f32, i);
-              }
-              switch (kind) {
-              case ReduceKind::Max:
-                return b.create<arith::MaximumFOp>(k.loc, v[0], x);
-              case ReduceKind::Min:
-                return b.create<arith::MinimumFOp>(k.loc, v[0], x);
-              case ReduceKind::Prod:
-                return b.create<arith::MulFOp>(k.loc, v[0], x);
-              case ReduceKind::L1:
-                x = b.create<math::AbsFOp>(k.loc, x);
-                break;
-              case ReduceKind::L2:
-              case ReduceKind::SumSquare:
-                x = b.create<arith::MulFOp>(k.loc, x, x);
-                break;
-              default:
-                break;
-              }
-              return b.create<arith::AddFOp>(k.loc, v[0], x);
-            },
-            [&](ArrayRef<Value> v) -> Value {
-              if (!X.int8 && kind == ReduceKind::L2)
-                return b.create<math::SqrtOp>(k.loc, v[0]);
-              if (!X.int8 && kind != ReduceKind::Mean)
-                return v[0];
-              if (!X.int8)
-                return b.create<arith::DivFOp>(k.loc, v[0], k.cf(float(count)));
-              // As the reference: the mean in double, times the scale.
-              FloatType f64 = b.getF64Type();
-              Value m = b.create<arith::ExtFOp>(k.loc, f64, v[0]);
-              m = b.create<arith::DivFOp>(
-                  k.loc, m,
-                  b.create<arith::ConstantFloatOp>(
-                      k.loc, llvm::APFloat(double(count)), b.getF64Type()));
-              m = b.create<arith::MulFOp>(
-                  k.loc, m,
-                  b.create<arith::ConstantFloatOp>(
-                      k.loc, llvm::APFloat(X.desc.scale), b.getF64Type()));
-              Value y = b.create<arith::TruncFOp>(k.loc, k.f32, m);
-              return O.int8 ? k.quantize(y, O.scale, O.zp, O.qmin, O.qmax) : y;
-            });
-      });
+  addLayer(op, kernel, int8In ? "int8" : "fp32", product(loop) >= 64, 0, {in},
+           {o}, [=](KB &k) {
+             const CTensor &X = tensors[in], &O = tensors[o];
+             StridedReduce r;
+             r.shape = loop;
+             StridedOperand full = operand(Src{in, -1, {}}, inShape);
+             r.in = full;
+             for (size_t d = 0; d < inShape.size(); ++d) {
+               if (reduced[d]) {
+                 r.in.strides[d] = 0;
+                 r.reduceStrides.push_back(full.strides[d]);
+               }
+             }
+             r.reduceShape = reduceShape;
+             r.init = init;
+             // The result over the keepdims loop: its own strides in order.
+             std::vector<int64_t> ost = stridesOf(O);
+             r.out = operand(Src{o, -1, {}}, outShape);
+             r.out.strides.assign(loop.size(), 0);
+             for (size_t d = 0, j = 0; d < loop.size(); ++d) {
+               if (outShape.size() == loop.size()) {
+                 r.out.strides[d] = loop[d] == 1 ? 0 : ost[d];
+               } else if (!reduced[d]) {
+                 r.out.strides[d] = ost[j++];
+               }
+             }
+             OpBuilder &b = k.b;
+             emitStridedReduce(
+                 k, r,
+                 [&](ArrayRef<Value> v) -> Value {
+                   // Scalars, or 16 results at once (emitStridedReduce).
+                   Value x = v[1];
+                   if (X.int8) {
+                     // (q - z) summed exactly: integers below 2^24.
+                     Value i = b.create<arith::ExtUIOp>(
+                         k.loc, k.like(x.getType(), k.i32), x);
+                     i = b.create<arith::SubIOp>(k.loc, i,
+                                                 k.intLike(i.getType(), X.zp));
+                     x = b.create<arith::SIToFPOp>(k.loc, v[0].getType(), i);
+                   }
+                   switch (kind) {
+                   case ReduceKind::Max:
+                     return b.create<arith::MaximumFOp>(k.loc, v[0], x);
+                   case ReduceKind::Min:
+                     return b.create<arith::MinimumFOp>(k.loc, v[0], x);
+                   case ReduceKind::Prod:
+                     return b.create<arith::MulFOp>(k.loc, v[0], x);
+                   case ReduceKind::L1:
+                     x = b.create<math::AbsFOp>(k.loc, x);
+                     break;
+                   case ReduceKind::L2:
+                   case ReduceKind::SumSquare:
+                     x = b.create<arith::MulFOp>(k.loc, x, x);
+                     break;
+                   default:
+                     break;
+                   }
+                   return b.create<arith::AddFOp>(k.loc, v[0], x);
+                 },
+                 [&](ArrayRef<Value> v) -> Value {
+                   if (!X.int8 && kind == ReduceKind::L2)
+                     return b.create<math::SqrtOp>(k.loc, v[0]);
+                   if (!X.int8 && kind != ReduceKind::Mean)
+                     return v[0];
+                   Type t = v[0].getType();
+                   if (!X.int8)
+                     return b.create<arith::DivFOp>(
+                         k.loc, v[0], k.floatLike(t, float(count)));
+                   // As the reference: the mean in double, times the scale.
+                   Type t64 = k.like(t, b.getF64Type());
+                   Value m = b.create<arith::ExtFOp>(k.loc, t64, v[0]);
+                   m = b.create<arith::DivFOp>(
+                       k.loc, m, k.doubleLike(t64, double(count)));
+                   m = b.create<arith::MulFOp>(k.loc, m,
+                                               k.doubleLike(t64, X.desc.scale));
+                   Value y = b.create<arith::TruncFOp>(k.loc, t, m);
+                   return O.int8 ? k.quantize(y, O.scale, O.zp, O.qmin, O.qmax)
+                                 : y;
+                 });
+           });
   return success();
 }
 

@@ -12,6 +12,7 @@
 
 #include "KernelBuilder.h"
 
+#include <functional>
 #include <numeric>
 
 using namespace mlir;
@@ -128,6 +129,66 @@ void qatc::codegen::emitStridedMap(KB &k, const StridedMap &m,
   });
 }
 
+namespace {
+
+/// The reduction of 16 neighbouring results at once: when the innermost
+/// kept dimension is contiguous in the input and the result (channels of an
+/// NHWC mean), each lane accumulates one result over the reduced index space
+/// in the same order as the scalar loop, so the sums are the same bits.
+bool emitLaneReduce(KB &k, const StridedReduce &r, const Nest &n,
+                    const Nest &rn, const ElementFn &combine,
+                    const ElementFn &finish) {
+  size_t rank = n.shape.size();
+  int64_t inner = n.shape[rank - 1];
+  if (n.strides[0][rank - 1] != 1 || n.strides[1][rank - 1] != 1 || inner < 8 ||
+      r.in.isInt || (r.in.elemBytes != 4 && r.in.elemBytes != 1))
+    return false;
+  const int64_t lanes = 16;
+  int64_t chunks = (inner + lanes - 1) / lanes, outer = 1;
+  for (size_t d = 0; d + 1 < rank; ++d)
+    outer *= n.shape[d];
+  Type inElem = r.in.elemBytes == 1 ? k.i8 : k.f32;
+  auto [b0, e0] = k.share(outer * chunks);
+  k.loop(b0, e0, 1, [&](Value i) {
+    Value c0 = k.mul(k.rem(i, k.c(chunks)), k.c(lanes));
+    Value rest = k.div(i, k.c(chunks));
+    Value inBase = c0, outBase = c0;
+    for (size_t d = rank - 1; d-- > 0;) {
+      Value idx = d == 0 ? rest : k.rem(rest, k.c(n.shape[d]));
+      if (d > 0)
+        rest = k.div(rest, k.c(n.shape[d]));
+      if (n.strides[0][d])
+        outBase = k.add(outBase, k.mul(idx, k.c(n.strides[0][d])));
+      if (n.strides[1][d])
+        inBase = k.add(inBase, k.mul(idx, k.c(n.strides[1][d])));
+    }
+    Value mask = k.prefixMask(lanes, k.sub(k.c(inner), c0));
+    auto vt = VectorType::get({lanes}, inElem);
+    Value zero =
+        r.in.elemBytes == 1 ? k.splatI(0, lanes, k.i8) : k.splatF(0.f, lanes);
+    // One loop per reduced dimension, outer to inner (index order).
+    std::function<Value(size_t, Value, Value)> over = [&](size_t d, Value off,
+                                                          Value acc) -> Value {
+      if (d == rn.shape.size()) {
+        Value x = k.maskedLoad(vt, address(k, r.in, off), mask, zero);
+        return combine({acc, x});
+      }
+      return k.loop(k.c(0), k.c(rn.shape[d]), 1, ValueRange{acc},
+                    [&](Value j, ValueRange a) -> SmallVector<Value> {
+                      return {over(d + 1,
+                                   k.add(off, k.mul(j, k.c(rn.strides[0][d]))),
+                                   a[0])};
+                    })[0];
+    };
+    Value acc = over(0, inBase, k.splatF(r.init, lanes));
+    k.maskedStore(finish ? finish({acc}) : acc, address(k, r.out, outBase),
+                  mask);
+  });
+  return true;
+}
+
+} // namespace
+
 void qatc::codegen::emitStridedReduce(KB &k, const StridedReduce &r,
                                       const ElementFn &combine,
                                       const ElementFn &finish) {
@@ -136,6 +197,8 @@ void qatc::codegen::emitStridedReduce(KB &k, const StridedReduce &r,
   StridedOperand red;
   red.strides = r.reduceStrides;
   Nest rn = normalize(r.reduceShape, {&red});
+  if (emitLaneReduce(k, r, n, rn, combine, finish))
+    return;
   int64_t total = std::accumulate(rn.shape.begin(), rn.shape.end(), int64_t(1),
                                   std::multiplies<int64_t>());
   walk(k, n, [&](ArrayRef<Value> index) {

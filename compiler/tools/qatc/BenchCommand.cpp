@@ -4,9 +4,9 @@
 //
 // Times whole runs on random inputs (median and p90) and, from a second,
 // profiled pass, each layer: node name, kernel, time, and for layers with a
-// MAC count the GOPS and % of the int8 VNNI peak (--peak-gops; by default
-// 256 int8 ops per cycle per core, two zmm vpdpbusd per cycle, at the
-// CPU's clock).
+// MAC count the GOPS and % of the peak of the layer's precision: the host's
+// best int8 unit (AMX, else vpdpbusd) and its FMA rate, measured at start
+// (rt::measureHostPeak), or --peak-gops.
 //
 //===----------------------------------------------------------------------===//
 
@@ -107,12 +107,12 @@ int qatc::driver::runBench() {
     layerMs.push_back(s / profiled * 1e3);
     total += layerMs.back();
   }
-  double peak =
-      peakGops > 0 ? peakGops.getValue() : 256.0 * rt::measureCoreGHz();
+  rt::HostPeak host = rt::measureHostPeak();
+  double peak = peakGops > 0 ? peakGops.getValue() : host.int8Gops;
   peak *= session.threads();
-  // fp32 layers against the FMA peak: 64 flops per cycle, a quarter of the
-  // 256 int8 ops of two vpdpbusd ports.
-  double fp32Peak = peak / 4;
+  // fp32 layers against the FMA peak (scaled with an int8 peak given).
+  double fp32Peak = host.fp32Gflops * session.threads() *
+                    (peakGops > 0 ? peakGops.getValue() / host.int8Gops : 1.0);
   auto peakOf = [&](const plan::LayerDesc &l) {
     return l.precision == "fp32" ? fp32Peak : peak;
   };
@@ -139,6 +139,9 @@ int qatc::driver::runBench() {
       j.attribute("p90_ms", p90);
       j.attribute("peak_gops", peak);
       j.attribute("fp32_peak_gops", fp32Peak);
+      j.attribute("peak_unit", peakGops > 0 ? "--peak-gops" : host.int8Unit);
+      j.attribute("fp32_peak_unit", host.fp32Unit);
+      j.attribute("core_ghz", host.ghz);
       j.attributeArray("layers", [&] {
         for (size_t i = 0; i < m.layers.size(); ++i) {
           const plan::LayerDesc &l = m.layers[i];
@@ -184,8 +187,11 @@ int qatc::driver::runBench() {
            g = gopsOf(w.first, w.second);
     llvm::outs() << llvm::format(
         "%s conv/matmul layers: %.3f ms, %.1f GOPS, %.1f %% of the %.0f GOPS "
-        "%s peak\n",
-        precision.c_str(), w.second, g, g / p * 100, p, precision.c_str());
+        "%s peak (%s)\n",
+        precision.c_str(), w.second, g, g / p * 100, p, precision.c_str(),
+        precision == "fp32" ? host.fp32Unit.c_str()
+        : peakGops > 0      ? "--peak-gops"
+                            : host.int8Unit.c_str());
   }
   return 0;
 }

@@ -98,9 +98,20 @@ private:
 };
 
 /// The clock (GHz) of the calling thread's core under load, measured with a
-/// chain of dependent adds (one per cycle): what a kernel's share of the
-/// peak is computed against. Takes about 10 ms.
+/// chain of dependent imuls (3 cycles each). Takes a few ms.
 double measureCoreGHz();
+
+/// One core's peaks, what a kernel's share of the peak is computed against:
+/// the host's best int8 unit (AMX where the host has it, else vpdpbusd or
+/// vpmaddubsw at the widest width) and its FMA rate.
+struct HostPeak {
+  double ghz = 0;        ///< measureCoreGHz()
+  double int8Gops = 0;   ///< int8 ops (2 per multiply-accumulate) per ns
+  double fp32Gflops = 0; ///< fp32 flops (2 per FMA lane) per ns
+  std::string int8Unit, fp32Unit; ///< how each was obtained
+};
+/// Measures the peaks of the calling thread's core (about 50 ms).
+HostPeak measureHostPeak();
 
 /// Copies tensor `t` out of the arena into row-major ONNX order, as its
 /// stored type (quantized data as the ONNX integers: the stored offset is

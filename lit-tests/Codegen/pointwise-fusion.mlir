@@ -1,0 +1,104 @@
+// Tests of pointwise fusion in --qat-layer-functions: a chain of
+// elementwise ops after a convolution or a matrix product runs in its
+// epilogue (the layer's kernel name lists the chain), a chain no producer
+// can take is one map layer, and a value used outside the chain stops it.
+//
+// RUN: qatc-opt %s --split-input-file --qat-lower --qat-layer-functions=target-cpu=avx512vnni | FileCheck %s
+
+// SiLU between an int8 convolution and the next QuantizeLinear: one layer,
+// no fp32 tensor in between.
+// CHECK-LABEL: func.func @qatc_layer_0(
+// CHECK-SAME: qatc.kernel = "quantize"
+// CHECK: func.func @qatc_layer_1(
+// CHECK-SAME: qatc.kernel = "vnni-conv {{[0-9]+}}x{{[0-9]+}} +sigmoid+mul+quantize"
+// CHECK: math.exp {{.*}} : vector<16xf32>
+// CHECK: func.func @qatc_layer_2(
+// CHECK-SAME: qatc.kernel = "vnni-conv {{[0-9]+}}x{{[0-9]+}}"}
+// CHECK: func.func @qatc_layer_3(
+// CHECK-SAME: qatc.kernel = "nhwc-to-nchw"
+// CHECK-NOT: func.func @qatc_layer_
+func.func @silu(%x: tensor<1x8x6x6xf32>) -> tensor<1x4x6x6xf32> {
+  %s = onnx.Constant dense<0.05> : tensor<f32>
+  %z = onnx.Constant dense<0> : tensor<i8>
+  %s2 = onnx.Constant dense<0.1> : tensor<f32>
+  %ws = onnx.Constant dense<0.01> : tensor<16xf32>
+  %wz = onnx.Constant dense<0> : tensor<16xi8>
+  %wq = onnx.Constant dense<3> : tensor<16x8x3x3xi8>
+  %ws2 = onnx.Constant dense<0.02> : tensor<4xf32>
+  %wz2 = onnx.Constant dense<0> : tensor<4xi8>
+  %wq2 = onnx.Constant dense<-2> : tensor<4x16x1x1xi8>
+  %b = onnx.Constant dense<0.5> : tensor<16xf32>
+  %q = onnx.QuantizeLinear(%x, %s, %z) : (tensor<1x8x6x6xf32>, tensor<f32>, tensor<i8>) -> tensor<1x8x6x6xi8>
+  %dq = onnx.DequantizeLinear(%q, %s, %z) : (tensor<1x8x6x6xi8>, tensor<f32>, tensor<i8>) -> tensor<1x8x6x6xf32>
+  %w = onnx.DequantizeLinear(%wq, %ws, %wz) {axis = 0 : i64} : (tensor<16x8x3x3xi8>, tensor<16xf32>, tensor<16xi8>) -> tensor<16x8x3x3xf32>
+  %c = onnx.Conv(%dq, %w, %b) {kernel_shape = array<i64: 3, 3>, strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>} : (tensor<1x8x6x6xf32>, tensor<16x8x3x3xf32>, tensor<16xf32>) -> tensor<1x16x6x6xf32>
+  %sg = onnx.Sigmoid(%c) : (tensor<1x16x6x6xf32>) -> tensor<1x16x6x6xf32>
+  %m = onnx.Mul(%c, %sg) : (tensor<1x16x6x6xf32>, tensor<1x16x6x6xf32>) -> tensor<1x16x6x6xf32>
+  %q2 = onnx.QuantizeLinear(%m, %s2, %z) : (tensor<1x16x6x6xf32>, tensor<f32>, tensor<i8>) -> tensor<1x16x6x6xi8>
+  %dq2 = onnx.DequantizeLinear(%q2, %s2, %z) : (tensor<1x16x6x6xi8>, tensor<f32>, tensor<i8>) -> tensor<1x16x6x6xf32>
+  %w2 = onnx.DequantizeLinear(%wq2, %ws2, %wz2) {axis = 0 : i64} : (tensor<4x16x1x1xi8>, tensor<4xf32>, tensor<4xi8>) -> tensor<4x16x1x1xf32>
+  %y = onnx.Conv(%dq2, %w2) {kernel_shape = array<i64: 1, 1>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : (tensor<1x16x6x6xf32>, tensor<4x16x1x1xf32>) -> tensor<1x4x6x6xf32>
+  return %y : tensor<1x4x6x6xf32>
+}
+
+// -----
+
+// GELU (Erf form) and a per-channel scale-and-shift after an fp32 matrix
+// product: the Div, Erf, Add, Mul, Mul, Mul, Add run in its epilogue, the
+// per-channel constants read 16 channels at a time.
+// CHECK-LABEL: func.func @qatc_layer_0(
+// CHECK-SAME: qatc.kernel = "fp32-fma-conv {{[0-9]+}}x{{[0-9]+}} +div+erf+add+mul+mul+mul+add"
+// CHECK-NOT: func.func @qatc_layer_1(
+func.func @gelu(%x: tensor<4x32xf32>) -> tensor<4x32xf32> {
+  %w = onnx.Constant dense<0.03> : tensor<32x32xf32>
+  %sq2 = onnx.Constant dense<1.41421354> : tensor<f32>
+  %one = onnx.Constant dense<1.0> : tensor<f32>
+  %half = onnx.Constant dense<0.5> : tensor<f32>
+  %gamma = onnx.Constant dense<[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]> : tensor<32xf32>
+  %beta = onnx.Constant dense<0.25> : tensor<1x32xf32>
+  %h = onnx.MatMul(%x, %w) : (tensor<4x32xf32>, tensor<32x32xf32>) -> tensor<4x32xf32>
+  %d = onnx.Div(%h, %sq2) : (tensor<4x32xf32>, tensor<f32>) -> tensor<4x32xf32>
+  %e = onnx.Erf(%d) : (tensor<4x32xf32>) -> tensor<4x32xf32>
+  %a = onnx.Add(%e, %one) : (tensor<4x32xf32>, tensor<f32>) -> tensor<4x32xf32>
+  %m = onnx.Mul(%h, %a) : (tensor<4x32xf32>, tensor<4x32xf32>) -> tensor<4x32xf32>
+  %g = onnx.Mul(%m, %half) : (tensor<4x32xf32>, tensor<f32>) -> tensor<4x32xf32>
+  %sc = onnx.Mul(%g, %gamma) : (tensor<4x32xf32>, tensor<32xf32>) -> tensor<4x32xf32>
+  %y = onnx.Add(%sc, %beta) : (tensor<4x32xf32>, tensor<1x32xf32>) -> tensor<4x32xf32>
+  return %y : tensor<4x32xf32>
+}
+
+// -----
+
+// Squeeze-excitation's gate: Sigmoid of the [1, C, 1, 1] gate is a layer of
+// its own (another shape), the channel-broadcast Mul and the QuantizeLinear
+// after it are one map layer.
+// CHECK-LABEL: func.func @qatc_layer_0(
+// CHECK-SAME: qatc.kernel = "sigmoid"
+// CHECK: func.func @qatc_layer_1(
+// CHECK-SAME: qatc.kernel = "mul+quantize"
+// CHECK: func.func @qatc_layer_2(
+// CHECK-SAME: qatc.kernel = "dequantize"
+func.func @gate(%x: tensor<1x8x5x5xf32>, %g: tensor<1x8x1x1xf32>) -> tensor<1x8x5x5xf32> {
+  %s = onnx.Constant dense<0.05> : tensor<f32>
+  %z = onnx.Constant dense<0> : tensor<i8>
+  %sg = onnx.Sigmoid(%g) : (tensor<1x8x1x1xf32>) -> tensor<1x8x1x1xf32>
+  %m = onnx.Mul(%sg, %x) : (tensor<1x8x1x1xf32>, tensor<1x8x5x5xf32>) -> tensor<1x8x5x5xf32>
+  %q = onnx.QuantizeLinear(%m, %s, %z) : (tensor<1x8x5x5xf32>, tensor<f32>, tensor<i8>) -> tensor<1x8x5x5xi8>
+  %y = onnx.DequantizeLinear(%q, %s, %z) : (tensor<1x8x5x5xi8>, tensor<f32>, tensor<i8>) -> tensor<1x8x5x5xf32>
+  return %y : tensor<1x8x5x5xf32>
+}
+
+// -----
+
+// The convolution's result is also a graph output: it cannot be fused away,
+// so the Relu after it is a layer of its own.
+// CHECK-LABEL: func.func @qatc_layer_0(
+// CHECK-SAME: qatc.kernel = "nchw-to-nhwc"
+// CHECK: qatc.kernel = "fp32-fma-conv {{[0-9]+}}x{{[0-9]+}}"}
+// CHECK: qatc.kernel = "clamp"
+func.func @escapes(%x: tensor<1x4x5x5xf32>) -> (tensor<1x4x5x5xf32>, tensor<1x4x5x5xf32>) {
+  %w = onnx.Constant dense<0.5> : tensor<4x4x1x1xf32>
+  %c = onnx.Conv(%x, %w) {kernel_shape = array<i64: 1, 1>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : (tensor<1x4x5x5xf32>, tensor<4x4x1x1xf32>) -> tensor<1x4x5x5xf32>
+  %r = onnx.Relu(%c) : (tensor<1x4x5x5xf32>) -> tensor<1x4x5x5xf32>
+  return %c, %r : tensor<1x4x5x5xf32>, tensor<1x4x5x5xf32>
+}
