@@ -42,9 +42,7 @@ LogicalResult GraphLowering::linearEpilogue(OpTy op, const CTensor &x,
   return success();
 }
 
-DenseConvSpec GraphLowering::packDense(
-    DenseConvSpec s,
-    std::function<double(int64_t, int64_t, int64_t, int64_t)> weightAt) {
+void GraphLowering::chooseTile(DenseConvSpec &s) const {
   bool avx512 = target.isa == Isa::AVX512VNNI;
   // The widest tile whose channel blocks waste little: OC = 96 takes two
   // blocks of 48 (NV = 3), not 64 + 32 of 128.
@@ -67,6 +65,12 @@ DenseConvSpec GraphLowering::packDense(
                    : s.NV == 2 ? 12
                                : 16)
                 : (s.NV >= 2 ? 2 : 4);
+}
+
+DenseConvSpec GraphLowering::packDense(
+    DenseConvSpec s,
+    std::function<double(int64_t, int64_t, int64_t, int64_t)> weightAt) {
+  chooseTile(s);
   const int64_t NB = s.NV * 16, blocks = (s.OC + NB - 1) / NB;
   // Packed [blk][kh][kw][k][NB]: k steps of 4 input channels (one int8
   // dword per lane) or of one float.
@@ -393,6 +397,163 @@ int GraphLowering::asRows(int t, Location loc) {
   return r;
 }
 
+bool GraphLowering::packable(int ta, int tb, ArrayRef<int64_t> outShape) const {
+  const CTensor &A = tensors[ta], &B = tensors[tb];
+  if (A.int8 != B.int8 || A.isInt() || B.isInt() || B.flat)
+    return false;
+  // int8: the right-hand side becomes s8 weights w = stored - zp.
+  if (B.int8 && (B.qmin - B.zp < -128 || B.qmax - B.zp > 127))
+    return false;
+  size_t rank = outShape.size();
+  if (rank < 2 || A.desc.shape.size() != rank || B.desc.shape.size() != rank)
+    return false;
+  for (size_t d = 0; d + 2 < rank; ++d)
+    if (A.desc.shape[d] != outShape[d] || B.desc.shape[d] != outShape[d])
+      return false;
+  return true;
+}
+
+LogicalResult GraphLowering::packedProduct(Operation *op, int ta, int tb,
+                                           bool transB, int o, float mult,
+                                           Epilogue ep) {
+  const bool int8 = tensors[ta].int8;
+  // Rows of the left-hand side must be contiguous: an NHWC or strided one is
+  // copied to plain first.
+  if (tensors[ta].flat || stridesOf(tensors[ta]).back() != 1)
+    ta = inLayout(ta, plan::Layout::Plain, op->getLoc());
+  const CTensor &A = tensors[ta], &B = tensors[tb], &O = tensors[o];
+  std::vector<int64_t> outShape = O.desc.shape;
+  size_t rank = outShape.size();
+  int64_t M = outShape[rank - 2], N = outShape[rank - 1],
+          K = A.desc.shape[rank - 1];
+  std::vector<int64_t> batch(outShape.begin(), outShape.end() - 2);
+  std::vector<int64_t> sa = stridesOf(A), sb = stridesOf(B);
+  int64_t batches = product(batch);
+  int64_t sbk = transB ? sb[rank - 1] : sb[rank - 2],
+          sbn = transB ? sb[rank - 2] : sb[rank - 1];
+
+  DenseConvSpec base;
+  base.int8 = int8;
+  base.N = base.H = base.OH = 1;
+  base.W = base.OW = M;
+  base.IC = K;
+  base.OC = N;
+  base.KC = int8 ? roundUp(K, 4) : K;
+  base.inCS = sa[rank - 2];
+  base.outCS = N;
+  base.packedInArena = true;
+  chooseTile(base);
+  // Packed [batch][block][k step][NB][4 bytes]: a dword of 4 int8 k, or one
+  // float.
+  const int64_t NB = base.NV * 16, blocks = (N + NB - 1) / NB,
+                KS = base.kSteps(), step = int8 ? 4 : 1, cols = blocks * NB;
+  const int64_t batchBytes = blocks * KS * NB * 4,
+                corrBase = batches * batchBytes,
+                bytes = corrBase + (int8 ? batches * cols * 4 : 0);
+  ep.multOff =
+      int8 || mult != 1.f ? addChannels(std::vector<float>(N, mult), N) : -1;
+  base.ep = ep;
+  // The int8 kernel reads the last row's K steps in whole dwords.
+  storages[A.storage].bytes += 64;
+
+  // Layer 1: each column of each batch's right-hand side, w[k][n] (zero past
+  // K and N), in the kernel's weight layout; for int8 also its zero-point
+  // term -z_a * sum_k w[k][n].
+  Value res = op->getResult(0);
+  int packed = newIntTensor(nameOf(res) + " (packed rhs)", {bytes / 4},
+                            plan::ElemType::I32);
+  std::vector<int64_t> lb = batch;
+  lb.insert(lb.end(), {transB ? N : K, transB ? K : N});
+  int64_t za = A.zp;
+  addLayer(
+      op->getLoc(), nodeName(op->getLoc()), opTypeOf(op->getLoc(), op),
+      int8 ? "pack-int8-rhs" : "pack-fp32-rhs", int8 ? "int8" : "fp32",
+      batches * cols * K > 50000, 0, {tb}, {packed}, [=](KB &k) {
+        const CTensor &Bt = tensors[tb], &P = tensors[packed];
+        StridedOperand src = operand(Src{tb, -1, {}}, lb);
+        int64_t es = int8 ? 1 : 4;
+        int64_t srcBase = src.byteOffset + src.offset * es;
+        OpBuilder &b = k.b;
+        auto [b0, e0] = k.share(batches * cols);
+        k.loop(b0, e0, 1, [&](Value idx) {
+          Value bat = k.div(idx, k.c(cols)), n = k.rem(idx, k.c(cols));
+          Value rest = bat, bOff = k.c(0);
+          for (size_t d = rank - 2; d-- > 0;) {
+            Value i = d == 0 ? rest : k.rem(rest, k.c(batch[d]));
+            if (d > 0)
+              rest = k.div(rest, k.c(batch[d]));
+            bOff = k.add(bOff, k.mul(i, k.c(src.strides[d])));
+          }
+          Value nOk = k.lt(n, k.c(N));
+          Value colBase =
+              k.add(bOff, k.mul(k.select(nOk, n, k.c(0)), k.c(sbn)));
+          Value dst = k.add(k.add(k.mul(bat, k.c(batchBytes)),
+                                  k.mul(k.div(n, k.c(NB)), k.c(KS * NB * 4))),
+                            k.mul(k.rem(n, k.c(NB)), k.c(4)));
+          Value zero32 = b.create<arith::ConstantIntOp>(k.loc, 0, 32);
+          Value sum = k.loop(
+              k.c(0), k.c(KS * step), 1, ValueRange{zero32},
+              [&](Value kk, ValueRange acc) -> SmallVector<Value> {
+                Value ok = k.andi(nOk, k.lt(kk, k.c(K)));
+                Value at =
+                    k.add(colBase, k.mul(k.select(ok, kk, k.c(0)), k.c(sbk)));
+                Value d = k.add(dst, k.mul(k.div(kk, k.c(step)), k.c(NB * 4)));
+                if (!int8) {
+                  Value v = k.load(k.f32, k.at(srcBase, at, 4));
+                  k.store(k.select(ok, v, k.cf(0.f)),
+                          k.at(P.desc.offset, d, 1));
+                  return {acc[0]};
+                }
+                Value q = b.create<arith::ExtUIOp>(
+                    k.loc, k.i32, k.load(k.i8, k.at(srcBase, at, 1)));
+                Value w = b.create<arith::SubIOp>(
+                    k.loc, q, b.create<arith::ConstantIntOp>(k.loc, Bt.zp, 32));
+                w = k.select(ok, w, zero32);
+                d = k.add(d, k.rem(kk, k.c(4)));
+                k.store(b.create<arith::TruncIOp>(k.loc, k.i8, w),
+                        k.at(P.desc.offset, d, 1));
+                return {b.create<arith::AddIOp>(k.loc, acc[0], w)};
+              })[0];
+          if (int8)
+            k.store(
+                b.create<arith::MulIOp>(
+                    k.loc, sum, b.create<arith::ConstantIntOp>(k.loc, -za, 32)),
+                k.at(P.desc.offset + corrBase, idx, 4));
+        });
+      });
+
+  // Layer 2: the dense kernel per batch, rows of the left-hand side read in
+  // place (its strides), results written to the batch's rows.
+  std::vector<int64_t> la = batch;
+  la.insert(la.end(), {M, K});
+  Isa isa = target.isa;
+  std::string kernel = denseKernelName(base);
+  kernel.replace(kernel.find("-conv"), 5, "-batched-matmul");
+  addLayer(op, kernel, int8 ? "int8" : "fp32", batches * M * N * K > 50000,
+           batches * M * N * K, {ta, packed}, {o}, [=](KB &k) {
+             const CTensor &Ot = tensors[o], &P = tensors[packed];
+             StridedOperand ao = operand(Src{ta, -1, {}}, la);
+             std::vector<int64_t> os = rowMajor(Ot.desc.shape);
+             int64_t aes = int8 ? 1 : 4, oes = Ot.int8 ? 1 : 4;
+             for (int64_t bat = 0; bat < batches; ++bat) {
+               int64_t aOff = ao.offset, oOff = 0, rest = bat;
+               for (size_t d = rank - 2; d-- > 0;) {
+                 int64_t i = rest % batch[d];
+                 rest /= batch[d];
+                 aOff += i * ao.strides[d];
+                 oOff += i * os[d];
+               }
+               DenseConvSpec s = base;
+               s.inOff = ao.byteOffset + aOff * aes;
+               s.outOff = Ot.desc.offset + oOff * oes;
+               s.weightOff = P.desc.offset + bat * batchBytes;
+               s.corrOff = P.desc.offset + corrBase + bat * cols * 4;
+               emitDenseConv(k, isa, s);
+             }
+           });
+  return success();
+}
+
 LogicalResult GraphLowering::batchedProduct(Operation *op, int ta, int tb,
                                             bool transB, int o, float mult,
                                             int64_t scaleOff, int64_t biasOff,
@@ -528,6 +689,15 @@ LogicalResult GraphLowering::lowerQatMatMul(qat::MatMulOp op) {
       return failure();
     if (op.getResidualActivation())
       return op.emitError("a residual activation without a residual");
+    if (packable(tensorOf(op.getLhs()), tensorOf(op.getRhs()), outShape)) {
+      Epilogue ep;
+      fillEpilogueOut(ep, tensors[o]);
+      ep.scaleOff = scaleOff;
+      ep.biasOff = biasOff;
+      fillActivation(ep, op.getActivation(), false);
+      return packedProduct(op, tensorOf(op.getLhs()), tensorOf(op.getRhs()),
+                           op.getTransposeRhs(), o, mult, ep);
+    }
     return batchedProduct(op, tensorOf(op.getLhs()), tensorOf(op.getRhs()),
                           op.getTransposeRhs(), o, mult, scaleOff, biasOff,
                           op.getActivation());
@@ -599,6 +769,17 @@ LogicalResult GraphLowering::lowerFloatMatMul(onnx::MatMulOp op) {
   auto w = constantOf(op.getB());
   auto bs = cast<ShapedType>(op.getB().getType()).getShape();
   if (!w || bs.size() != 2) {
+    auto outShape = cast<ShapedType>(op.getY().getType()).getShape();
+    if (packable(tensorOf(op.getA()), tensorOf(op.getB()), outShape)) {
+      // The chain after the product (attention's scale) runs in its
+      // epilogue.
+      Epilogue ep;
+      int o = epilogueOutput(op.getY(), plan::Layout::Plain,
+                             outShape.size() - 1, ep);
+      fillEpilogueOut(ep, tensors[o]);
+      return packedProduct(op, tensorOf(op.getA()), tensorOf(op.getB()), false,
+                           o, 1.f, ep);
+    }
     int o = resultTensor(op.getY(), plan::Layout::Plain);
     std::optional<std::pair<float, float>> act = foldActivation(op.getY(), o);
     std::optional<qat::ClampAttr> clamp;

@@ -934,6 +934,7 @@ void GraphLowering::emitLayers() {
     OpBuilder fb = OpBuilder::atBlockBegin(entry);
     KB k(fb, l.loc, entry->getArgument(0), entry->getArgument(1),
          entry->getArgument(2), entry->getArgument(3));
+    k.avx512 = target.isa == Isa::AVX512VNNI;
     l.emit(k);
     fb.create<func::ReturnOp>(l.loc);
     out.manifest.layers.push_back(l.desc);

@@ -531,6 +531,16 @@ private:
   /// `t` as a [M, K] matrix with contiguous (int8: 4-padded) rows for the
   /// dense kernel: an alias of plain data, else a copy.
   int asRows(int t, Location loc);
+  /// A batched product of two activations through the dense micro-kernel
+  /// (int8 or fp32): a layer packs each batch's right-hand side (any
+  /// strides: transposes cost nothing) into the kernel's weight layout, with
+  /// its zero-point terms for int8; a second runs the kernel per batch with
+  /// epilogue `ep` (its multiplier array is set here from `mult`).
+  LogicalResult packedProduct(Operation *op, int ta, int tb, bool transB, int o,
+                              float mult, Epilogue ep);
+  /// packedProduct applies: both operands int8 (a right-hand zero point
+  /// that keeps w = q - z in s8) or both f32, the same batch shape.
+  bool packable(int ta, int tb, ArrayRef<int64_t> outShape) const;
   /// A batched product of two activations (numpy matmul broadcasting) into
   /// `o`: per element acc * mult (int8), * scale[n], + bias[n], clamp.
   LogicalResult batchedProduct(Operation *op, int ta, int tb, bool transB,
@@ -552,6 +562,8 @@ private:
   /// residual from `outChannel`.
   void bindConv(ConvSpec &s, int in, int out, int residual,
                 int64_t inChannel = 0, int64_t outChannel = 0) const;
+  /// Picks the register tile (MR x NV*16) of `s` for the target.
+  void chooseTile(DenseConvSpec &s) const;
   /// Picks the tile of `s` and packs `weightAt(oc, ic, kh, kw)` for it
   /// (zero beyond the real channels).
   DenseConvSpec

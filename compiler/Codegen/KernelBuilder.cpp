@@ -158,15 +158,31 @@ Value KB::doubleLike(Type t, double v) {
 
 Value KB::quantize(Value y, float scale, int64_t zp, int64_t qmin,
                    int64_t qmax) {
+  return quantize(y, scale, zp, static_cast<float>(qmin - zp),
+                  static_cast<float>(qmax - zp));
+}
+
+Value KB::quantize(Value y, float scale, int64_t zp, float lo, float hi) {
   Type t = y.getType();
   Value q = b.create<arith::DivFOp>(loc, y, floatLike(t, scale));
-  q = b.create<arith::MaximumFOp>(loc, q,
-                                  floatLike(t, static_cast<float>(qmin - zp)));
-  q = b.create<arith::MinimumFOp>(loc, q,
-                                  floatLike(t, static_cast<float>(qmax - zp)));
-  q = b.create<math::RoundEvenOp>(loc, q);
+  q = b.create<arith::MaximumFOp>(loc, q, floatLike(t, lo));
+  q = b.create<arith::MinimumFOp>(loc, q, floatLike(t, hi));
   Type ti32 = like(t, i32);
-  Value qi = b.create<arith::FPToSIOp>(loc, ti32, q);
+  Value qi;
+  auto vt = dyn_cast<VectorType>(t);
+  if (avx512 && vt && vt.getNumElements() == 16) {
+    // One vcvtps2dq rounding half to even ({rn-sae}, whatever MXCSR says)
+    // instead of vrndscaleps + vcvttps2dq.
+    auto mask = b.create<arith::ConstantIntOp>(loc, -1, 16);
+    auto rounding = b.create<arith::ConstantIntOp>(loc, 8, 32);
+    qi = b.create<LLVM::CallIntrinsicOp>(
+              loc, ti32, "llvm.x86.avx512.mask.cvtps2dq.512",
+              ValueRange{q, intLike(ti32, 0), mask, rounding})
+             .getResult(0);
+  } else {
+    q = b.create<math::RoundEvenOp>(loc, q);
+    qi = b.create<arith::FPToSIOp>(loc, ti32, q);
+  }
   qi = b.create<arith::AddIOp>(loc, qi, intLike(ti32, zp));
   return b.create<arith::TruncIOp>(loc, like(t, i8), qi);
 }
@@ -254,7 +270,14 @@ void qatc::codegen::emitEpilogue(KB &k, const Epilogue &ep, Value acc, Value c0,
     v = b.create<arith::MaximumFOp>(k.loc, v, k.splatF(lo, 16));
     return b.create<arith::MinimumFOp>(k.loc, v, k.splatF(hi, 16));
   };
-  if (ep.hasAct)
+  // The last clamp before a quantized store joins the quantization's own
+  // clamp: y / s rounds monotonically, so clamping y to [lo, hi] first gives
+  // the same quotient as clamping it to [RN(lo / s), RN(hi / s)] after.
+  bool lastClampJoins = ep.quantOut && !ep.chain;
+  bool actJoins = lastClampJoins && ep.hasAct && !ep.hasResidual &&
+                  !ep.hasPost && ep.actLo <= ep.actHi;
+  bool postJoins = lastClampJoins && ep.hasPost && ep.postLo <= ep.postHi;
+  if (ep.hasAct && !actJoins)
     y = clamp(y, ep.actLo, ep.actHi);
   if (ep.hasResidual) {
     Value r = k.maskedLoad(VectorType::get({16}, k.i8), res, mask,
@@ -262,7 +285,7 @@ void qatc::codegen::emitEpilogue(KB &k, const Epilogue &ep, Value acc, Value c0,
     y = b.create<arith::AddFOp>(k.loc, y,
                                 k.dequantize(r, ep.resZp, ep.resScale));
   }
-  if (ep.hasPost)
+  if (ep.hasPost && !postJoins)
     y = clamp(y, ep.postLo, ep.postHi);
   if (ep.chain)
     y = ep.chain(k, y, k.add(c0, k.c(ep.chainChannelBase)));
@@ -273,8 +296,15 @@ void qatc::codegen::emitEpilogue(KB &k, const Epilogue &ep, Value acc, Value c0,
   // QuantizeLinear's arithmetic (KB::quantize); clamping to the integer
   // bounds before rounding gives the same result as saturating after, and
   // keeps fptosi in range.
-  k.maskedStore(k.quantize(y, ep.outScale, ep.outZp, ep.qmin, ep.qmax), out,
-                mask);
+  float lo = static_cast<float>(ep.qmin - ep.outZp),
+        hi = static_cast<float>(ep.qmax - ep.outZp);
+  if (actJoins || postJoins) {
+    float a = actJoins ? ep.actLo : ep.postLo,
+          z = actJoins ? ep.actHi : ep.postHi;
+    lo = std::max(lo, a / ep.outScale);
+    hi = std::min(hi, z / ep.outScale);
+  }
+  k.maskedStore(k.quantize(y, ep.outScale, ep.outZp, lo, hi), out, mask);
 }
 
 namespace {
@@ -323,7 +353,11 @@ void qatc::codegen::emitDenseConv(KB &k, Isa isa, const DenseConvSpec &s) {
     Value blk = k.div(idx, k.c(tiles));
     Value p0 = k.mul(k.rem(idx, k.c(tiles)), k.c(s.MR));
     Value c0 = k.mul(blk, k.c(NB));
-    Value wBlk = k.weightsAt(s.weightOff, blk, blockBytes);
+    // Packed weights and zero-point terms: constants, or packed at run time.
+    auto packedAt = [&](int64_t off, Value i, int64_t es) {
+      return s.packedInArena ? k.at(off, i, es) : k.weightsAt(off, i, es);
+    };
+    Value wBlk = packedAt(s.weightOff, blk, blockBytes);
     Value padRow = k.gep(k.weights, s.padRowOff);
 
     auto tile = [&](int64_t mr) {
@@ -341,7 +375,7 @@ void qatc::codegen::emitDenseConv(KB &k, Isa isa, const DenseConvSpec &s) {
         for (int64_t v = 0; v < s.NV; ++v) {
           if (s.int8)
             init.push_back(
-                k.load(accType, k.weightsAt(s.corrOff + v * 64, c0, 4)));
+                k.load(accType, packedAt(s.corrOff + v * 64, c0, 4)));
           else
             init.push_back(k.splatF(0.f, 16));
         }

@@ -38,6 +38,8 @@ public:
   mlir::Location loc;
   mlir::Value arena, weights, tid, nthreads;
   mlir::Type i8, i32, i64, f32, ptr;
+  /// The target has AVX-512 (16-lane conversions may call its intrinsics).
+  bool avx512 = false;
 
   mlir::Value c(int64_t v);
   mlir::Value cf(float v);
@@ -94,6 +96,10 @@ public:
   /// i8 of y's shape.
   mlir::Value quantize(mlir::Value y, float scale, int64_t zp, int64_t qmin,
                        int64_t qmax);
+  /// The same with the quotient clamped to [lo, hi] (zero point removed)
+  /// before rounding.
+  mlir::Value quantize(mlir::Value y, float scale, int64_t zp, float lo,
+                       float hi);
   /// DequantizeLinear of stored u8 `q` (scalar or vector): (q - zp) * scale.
   mlir::Value dequantize(mlir::Value q, int64_t zp, float scale);
 };
@@ -142,6 +148,9 @@ struct ConvSpec {
   int64_t inOff = 0, inCS = 0, outOff = 0, outCS = 0;
   int64_t weightOff = 0; ///< packed weights (layout per kernel)
   int64_t corrOff = -1;  ///< i32[c] initial accumulators (int8)
+  /// weightOff and corrOff are arena offsets (weights packed at run time,
+  /// the right-hand side of an activation product), not weights-blob ones.
+  bool packedInArena = false;
   int64_t padRowOff = 0; ///< a row holding the padding value
   Epilogue ep;
 };

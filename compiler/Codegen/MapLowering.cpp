@@ -10,6 +10,7 @@
 #include "GraphLowering.h"
 
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 #include <cmath>
 
@@ -468,6 +469,70 @@ LogicalResult GraphLowering::lowerSoftmaxLike(Operation *op, Value xV,
   // Rows of n elements `inner` apart.
   int64_t n = shape[axis], inner = product(shape.drop_front(axis + 1)),
           rows = product(shape) / n;
+  if (inner == 1 && n >= 16) {
+    // Contiguous rows (the last axis, as in attention): 16 lanes at a time,
+    // the tail masked (-inf lanes add exp(-inf) = 0 to the sum).
+    addLayer(
+        op, log ? "fp32-logsoftmax 16" : "fp32-softmax 16", "fp32", rows >= 8,
+        0, {in}, {o}, [=](KB &k) {
+          OpBuilder &b = k.b;
+          auto vf = VectorType::get({16}, k.f32);
+          int64_t xo = tensors[in].desc.offset, yo = tensors[o].desc.offset;
+          int64_t chunks = (n + 15) / 16;
+          float inf = std::numeric_limits<float>::infinity();
+          auto [b0, e0] = k.share(rows);
+          k.loop(b0, e0, 1, [&](Value r) {
+            auto at = [&](int64_t off, Value c) {
+              return k.at(off, k.add(k.mul(r, k.c(n)), k.mul(c, k.c(16))), 4);
+            };
+            auto mask = [&](Value c) {
+              return k.prefixMask(16, k.sub(k.c(n), k.mul(c, k.c(16))));
+            };
+            auto x = [&](Value c) {
+              return k.maskedLoad(vf, at(xo, c), mask(c), k.splatF(-inf, 16));
+            };
+            auto over = [&](Value init,
+                            function_ref<Value(Value, Value)> step) {
+              return k.loop(k.c(0), k.c(chunks), 1, ValueRange{init},
+                            [&](Value c, ValueRange a) -> SmallVector<Value> {
+                              return {step(c, a[0])};
+                            })[0];
+            };
+            Value mx = b.create<vector::ReductionOp>(
+                k.loc, vector::CombiningKind::MAXIMUMF,
+                over(k.splatF(-inf, 16), [&](Value c, Value a) -> Value {
+                  return b.create<arith::MaximumFOp>(k.loc, a, x(c));
+                }));
+            Value mxv = k.splat(mx, 16);
+            Value sum = b.create<vector::ReductionOp>(
+                k.loc, vector::CombiningKind::ADD,
+                over(k.splatF(0.f, 16), [&](Value c, Value a) -> Value {
+                  Value e = b.create<math::ExpOp>(
+                      k.loc, b.create<arith::SubFOp>(k.loc, x(c), mxv));
+                  if (!log)
+                    k.maskedStore(e, at(yo, c), mask(c));
+                  return b.create<arith::AddFOp>(k.loc, a, e);
+                }));
+            Value logSum = k.splat(
+                log ? b.create<math::LogOp>(k.loc, sum).getResult() : sum, 16);
+            k.loop(k.c(0), k.c(chunks), 1, [&](Value c) {
+              Value y =
+                  log ? b.create<arith::SubFOp>(
+                             k.loc, b.create<arith::SubFOp>(k.loc, x(c), mxv),
+                             logSum)
+                            .getResult()
+                      : b.create<arith::DivFOp>(k.loc,
+                                                k.maskedLoad(vf, at(yo, c),
+                                                             mask(c),
+                                                             k.splatF(0.f, 16)),
+                                                logSum)
+                            .getResult();
+              k.maskedStore(y, at(yo, c), mask(c));
+            });
+          });
+        });
+    return success();
+  }
   addLayer(
       op, log ? "fp32-logsoftmax" : "fp32-softmax", "fp32", rows >= 8, 0, {in},
       {o}, [=](KB &k) {

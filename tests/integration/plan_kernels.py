@@ -6,7 +6,8 @@ float twins): convolutions with channel counts that are not multiples of
 4/16/64, stride 2, asymmetric padding, dilation, groups, depthwise, 1x1 and
 7x7 windows, tiny maps, batches of several images, activation zero points
 away from 0 (int8 and uint8);
-matrix products with odd M, K and N; average and max pooling with and
+matrix products with odd M, K and N; products of two activations
+(attention's Q.K^T and softmax.V, strided operands); average and max pooling with and
 without count_include_pad; broadcasting elementwise ops. Each is checked
 with plans.py's check_model: compiled for host, AVX2 and generic, the
 plan's outputs and every int8 tensor against `qatc eval --stage=qat`
@@ -153,6 +154,24 @@ def add_constant_case(b, shape):
     return list(shape), b.act_qdq(b.node("Add", [x, c]), 0.1), list(shape)
 
 
+def batched_case(b, transposed, symmetric=True):
+    """Attention-like products of two activations, both read from the
+    input: rows 0..4 of each [18, 7] matrix times rows 5.. (transposed: a
+    strided right-hand side, as K^T; else rows of 7 as V). K = 7 is no
+    multiple of 4 and N no multiple of 16; 2 x 3 batches."""
+    x = b.act_qdq("x", 0.05, *((0, np.int8) if symmetric else ()))
+    axes = b.const("ax", np.array([2], np.int64))
+    a = b.node("Slice", [x, b.const("st", np.array([0], np.int64)),
+                         b.const("en", np.array([5], np.int64)), axes])
+    r = b.node("Slice", [x, b.const("st", np.array([5], np.int64)),
+                         b.const("en", np.array([18 if transposed else 12], np.int64)),
+                         axes])
+    if transposed:
+        r = b.node("Transpose", [r], perm=[0, 1, 3, 2])
+    y = b.node("MatMul", [a, r])
+    return [2, 3, 18, 7], b.act_qdq(y, 0.2), [2, 3, 5, 13 if transposed else 7]
+
+
 CASES = {
     # Channels off every vector width, tiny and odd maps.
     "conv_ic3_oc7_3x3": lambda b: conv_case(b, 3, 7, (9, 11), 3, pads=(1, 1, 1, 1)),
@@ -188,6 +207,10 @@ CASES = {
     "add_quantized_constant": lambda b: add_constant_case(b, (2, 5, 3, 4)),
     "layernorm_last_axis": lambda b: layernorm_case(b, (1, 5, 19), -1),
     "layernorm_two_axes": lambda b: layernorm_case(b, (2, 3, 4, 5), 2),
+    # Products of two activations through the packed dense kernel.
+    "batched_qk_transposed": lambda b: batched_case(b, True),
+    "batched_av_strided": lambda b: batched_case(b, False),
+    "batched_zero_point": lambda b: batched_case(b, True, symmetric=False),
 }
 
 # Activation quantization variants (int8 and uint8, zero points off 0).

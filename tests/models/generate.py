@@ -139,6 +139,9 @@ MODELS = {
                     "Linear on rank-3 input -> Transpose+MatMul+Add"),
     "transformer_gemm": (lambda: TransformerEncoder(tokens_2d=True), (1, 16, 64), False,
                          "same encoder with tokens flattened to [16, 64]: Linear -> Gemm"),
+    "transformer_d128": (lambda: TransformerEncoder(d_model=128, ffn=512), (1, 64, 128), False,
+                         "2-layer post-LN encoder, d=128, 4 heads, ffn 512, seq 64: "
+                         "attention products of 64x64x32 per head"),
     "resnet50": (_tv("resnet50"), IMAGE, False, "Bottleneck residual adds"),
     "efficientnet_b0": (_tv("efficientnet_b0"), IMAGE, False,
                         "SiLU (Sigmoid+Mul), squeeze-excitation, MBConv residual adds"),
