@@ -465,10 +465,12 @@ private:
   /// A strided elementwise layer: result = fn(inputs dequantized to f32),
   /// quantized when the result is; a float Relu/Clip after it folds in.
   /// The result is `res` (default: op's), the layer's location `loc`
-  /// (default: op's).
+  /// (default: op's). With `lanes`, `fn` works on 16-lane vectors too and
+  /// the innermost loop runs 16 elements at a time.
   LogicalResult lowerMap(Operation *op, std::vector<Src> ins,
                          std::string kernel, ScalarFn fn, Value res = {},
-                         std::optional<Location> loc = std::nullopt);
+                         std::optional<Location> loc = std::nullopt,
+                         bool lanes = false);
   LogicalResult lowerUnary(Operation *op, std::string kernel, ScalarFn fn) {
     return lowerMap(op, {srcOf(op->getOperand(0))}, std::move(kernel),
                     std::move(fn));

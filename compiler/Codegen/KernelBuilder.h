@@ -206,6 +206,10 @@ struct StridedMap {
   std::vector<int64_t> shape;
   StridedOperand out;
   std::vector<StridedOperand> ins;
+  /// `fn` takes 16-lane vectors as well as scalars: the innermost loop runs
+  /// 16 elements at a time (strided operands gathered and scattered lane by
+  /// lane), its remainder one at a time.
+  bool lanes = false;
 };
 void emitStridedMap(KB &k, const StridedMap &m, const ElementFn &fn);
 

@@ -35,15 +35,19 @@ LogicalResult GraphLowering::lowerQuantize(qat::QuantizeOp op) {
   if (!qat::getPerTensorType(op.getOutput().getType()))
     return op.emitError("qatc compiles per-tensor activation quantization "
                         "only");
-  return lowerUnary(op, "quantize",
-                    [](KB &, ArrayRef<Value> v) { return v[0]; });
+  return lowerMap(
+      op, {srcOf(op->getOperand(0))}, "quantize",
+      [](KB &, ArrayRef<Value> v) { return v[0]; }, {}, std::nullopt,
+      /*lanes=*/true);
 }
 
 LogicalResult GraphLowering::lowerDequantize(qat::DequantizeOp op) {
   if (!qat::getPerTensorType(op.getInput().getType()))
     return op.emitError("qatc compiles per-tensor dequantization only");
-  return lowerUnary(op, "dequantize",
-                    [](KB &, ArrayRef<Value> v) { return v[0]; });
+  return lowerMap(
+      op, {srcOf(op->getOperand(0))}, "dequantize",
+      [](KB &, ArrayRef<Value> v) { return v[0]; }, {}, std::nullopt,
+      /*lanes=*/true);
 }
 
 LogicalResult GraphLowering::lowerRequantize(qat::RequantizeOp op) {
@@ -52,13 +56,16 @@ LogicalResult GraphLowering::lowerRequantize(qat::RequantizeOp op) {
     return op.emitError("qatc compiles per-tensor requantization only");
   // lowerMap dequantizes the input ((q - z1) * s1) and quantizes the result
   // (/ s2, round half to even, + z2): QuantizeLinear(DequantizeLinear(q)).
-  return lowerUnary(op, "requantize",
-                    [](KB &, ArrayRef<Value> v) { return v[0]; });
+  return lowerMap(
+      op, {srcOf(op->getOperand(0))}, "requantize",
+      [](KB &, ArrayRef<Value> v) { return v[0]; }, {}, std::nullopt,
+      /*lanes=*/true);
 }
 
 LogicalResult GraphLowering::lowerMap(Operation *op, std::vector<Src> ins,
                                       std::string kernel, ScalarFn fn,
-                                      Value res, std::optional<Location> loc) {
+                                      Value res, std::optional<Location> loc,
+                                      bool lanes) {
   if (!res)
     res = op->getResult(0);
   Location at = loc ? *loc : op->getLoc();
@@ -83,34 +90,36 @@ LogicalResult GraphLowering::lowerMap(Operation *op, std::vector<Src> ins,
       int8 |= tensors[s.tensor].int8;
     }
   std::vector<int64_t> loop(shape.begin(), shape.end());
-  addLayer(
-      at, nodeName(at), opTypeOf(at, op), kernel, int8 ? "int8" : "fp32",
-      product(loop) > 4096, 0, reads, {o}, [=](KB &k) {
-        StridedMap m;
-        m.shape = loop;
-        m.out = operand(Src{o, -1, {}}, loop);
-        for (const Src &s : ins)
-          m.ins.push_back(operand(s, loop));
-        const CTensor &O = tensors[o];
-        emitStridedMap(k, m, [&](ArrayRef<Value> v) -> Value {
-          SmallVector<Value> f;
-          for (size_t i = 0; i < ins.size(); ++i) {
-            const Src &s = ins[i];
-            f.push_back(s.tensor >= 0 && tensors[s.tensor].int8
-                            ? k.dequantize(v[i], tensors[s.tensor].zp,
-                                           tensors[s.tensor].scale)
-                            : v[i]);
-          }
-          Value y = fn(k, f);
-          if (act) {
-            if (!std::isinf(act->first))
-              y = k.b.create<arith::MaximumFOp>(k.loc, y, k.cf(act->first));
-            if (!std::isinf(act->second))
-              y = k.b.create<arith::MinimumFOp>(k.loc, y, k.cf(act->second));
-          }
-          return O.int8 ? k.quantize(y, O.scale, O.zp, O.qmin, O.qmax) : y;
-        });
-      });
+  addLayer(at, nodeName(at), opTypeOf(at, op), kernel, int8 ? "int8" : "fp32",
+           product(loop) > 4096, 0, reads, {o}, [=](KB &k) {
+             StridedMap m;
+             m.shape = loop;
+             m.out = operand(Src{o, -1, {}}, loop);
+             m.lanes = lanes;
+             for (const Src &s : ins)
+               m.ins.push_back(operand(s, loop));
+             const CTensor &O = tensors[o];
+             emitStridedMap(k, m, [&](ArrayRef<Value> v) -> Value {
+               SmallVector<Value> f;
+               for (size_t i = 0; i < ins.size(); ++i) {
+                 const Src &s = ins[i];
+                 f.push_back(s.tensor >= 0 && tensors[s.tensor].int8
+                                 ? k.dequantize(v[i], tensors[s.tensor].zp,
+                                                tensors[s.tensor].scale)
+                                 : v[i]);
+               }
+               Value y = fn(k, f);
+               if (act) {
+                 if (!std::isinf(act->first))
+                   y = k.b.create<arith::MaximumFOp>(
+                       k.loc, y, k.floatLike(y.getType(), act->first));
+                 if (!std::isinf(act->second))
+                   y = k.b.create<arith::MinimumFOp>(
+                       k.loc, y, k.floatLike(y.getType(), act->second));
+               }
+               return O.int8 ? k.quantize(y, O.scale, O.zp, O.qmin, O.qmax) : y;
+             });
+           });
   return success();
 }
 

@@ -433,7 +433,7 @@ std::optional<LogicalResult> GraphLowering::tryFusedMap(Operation *op) {
       [program](KB &k, ArrayRef<Value> v) {
         return program->run(k, v, [](int64_t) { return Value(); });
       },
-      c->exit, FusedLoc::get(op->getContext(), locs));
+      c->exit, FusedLoc::get(op->getContext(), locs), /*lanes=*/true);
 }
 
 LogicalResult GraphLowering::lowerPointwise(Operation *op) {
@@ -443,7 +443,7 @@ LogicalResult GraphLowering::lowerPointwise(Operation *op) {
   for (Value x : op->getOperands())
     ins.push_back(srcOf(x));
   return lowerMap(op, std::move(ins), elementwiseKernel(op),
-                  *elementwiseBody(op));
+                  *elementwiseBody(op), {}, std::nullopt, /*lanes=*/true);
 }
 
 } // namespace qatc::codegen::lowering

@@ -12,6 +12,9 @@
 
 #include "KernelBuilder.h"
 
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+#include <algorithm>
 #include <functional>
 #include <numeric>
 
@@ -61,6 +64,30 @@ Nest normalize(const std::vector<int64_t> &shape,
     for (auto &s : n.strides)
       s.push_back(0);
   }
+  // A short innermost dimension (the 3 channels of an NHWC image) makes a
+  // loop of a few iterations under a full index computation: walk a long
+  // dimension that an input reads contiguously innermost instead (a plain
+  // NCHW image's pixels).
+  size_t nr = n.shape.size();
+  if (nr >= 2 && n.shape.back() < 16) {
+    size_t best = nr;
+    for (size_t d = 0; d + 1 < nr; ++d) {
+      bool contiguous = false;
+      for (size_t o = 1; o < n.strides.size(); ++o)
+        contiguous |= n.strides[o][d] == 1;
+      if (contiguous && n.shape[d] >= 16 &&
+          (best == nr || n.shape[d] > n.shape[best]))
+        best = d;
+    }
+    if (best != nr) {
+      auto rotate = [&](std::vector<int64_t> &v) {
+        std::rotate(v.begin() + best, v.begin() + best + 1, v.end());
+      };
+      rotate(n.shape);
+      for (auto &s : n.strides)
+        rotate(s);
+    }
+  }
   return n;
 }
 
@@ -78,11 +105,10 @@ Type elementType(KB &k, const StridedOperand &op) {
   return k.f32;
 }
 
-/// Runs `body(index of operand o)` over the nest: threads share the outer
-/// iterations (all dimensions but the innermost), the innermost is a plain
-/// counted loop.
-void walk(KB &k, const Nest &n,
-          llvm::function_ref<void(ArrayRef<Value>)> body) {
+/// Runs `body(base index of operand o)` for every outer iteration of the
+/// nest (all dimensions but the innermost), shared by the threads.
+void walkOuter(KB &k, const Nest &n,
+               llvm::function_ref<void(ArrayRef<Value>)> body) {
   size_t rank = n.shape.size(), count = n.strides.size();
   int64_t outer = 1;
   for (size_t d = 0; d + 1 < rank; ++d)
@@ -100,6 +126,16 @@ void walk(KB &k, const Nest &n,
         if (n.strides[o][d])
           base[o] = k.add(base[o], k.mul(idx, k.c(n.strides[o][d])));
     }
+    body(base);
+  });
+}
+
+/// Runs `body(index of operand o)` over the nest: threads share the outer
+/// iterations, the innermost is a plain counted loop.
+void walk(KB &k, const Nest &n,
+          llvm::function_ref<void(ArrayRef<Value>)> body) {
+  size_t rank = n.shape.size(), count = n.strides.size();
+  walkOuter(k, n, [&](ArrayRef<Value> base) {
     k.loop(k.c(0), k.c(n.shape[rank - 1]), 1, [&](Value j) {
       SmallVector<Value> index;
       for (size_t o = 0; o < count; ++o)
@@ -114,12 +150,80 @@ void walk(KB &k, const Nest &n,
 
 } // namespace
 
+namespace {
+
+/// emitStridedMap with the innermost loop 16 elements at a time.
+void emitLaneMap(KB &k, const StridedMap &m, const Nest &n,
+                 const ElementFn &fn) {
+  constexpr int64_t lanes = 16;
+  size_t rank = n.shape.size(), count = n.strides.size();
+  int64_t len = n.shape[rank - 1], full = len / lanes * lanes;
+  auto opAt = [&](size_t o) -> const StridedOperand & {
+    return o == 0 ? m.out : m.ins[o - 1];
+  };
+  walkOuter(k, n, [&](ArrayRef<Value> base) {
+    auto indexAt = [&](size_t o, Value j) {
+      int64_t st = n.strides[o][rank - 1];
+      return st ? k.add(base[o], k.mul(j, k.c(st))) : base[o];
+    };
+    k.loop(k.c(0), k.c(full), lanes, [&](Value j) {
+      SmallVector<Value> loaded;
+      for (size_t o = 1; o < count; ++o) {
+        const StridedOperand &op = opAt(o);
+        Type elt = elementType(k, op);
+        int64_t st = n.strides[o][rank - 1];
+        Value first = indexAt(o, j);
+        if (st == 0) {
+          loaded.push_back(k.splat(k.load(elt, address(k, op, first)), lanes));
+          continue;
+        }
+        if (st == 1) {
+          loaded.push_back(
+              k.load(VectorType::get({lanes}, elt), address(k, op, first)));
+          continue;
+        }
+        Value v = k.b.create<arith::ConstantOp>(
+            k.loc, k.b.getZeroAttr(VectorType::get({lanes}, elt)));
+        for (int64_t l = 0; l < lanes; ++l)
+          v = k.b.create<vector::InsertOp>(
+              k.loc, k.load(elt, address(k, op, k.add(first, k.c(l * st)))), v,
+              l);
+        loaded.push_back(v);
+      }
+      Value y = fn(loaded);
+      int64_t st = n.strides[0][rank - 1];
+      Value first = indexAt(0, j);
+      if (st == 1) {
+        k.store(y, address(k, m.out, first));
+        return;
+      }
+      for (int64_t l = 0; l < lanes; ++l)
+        k.store(k.b.create<vector::ExtractOp>(k.loc, y, l),
+                address(k, m.out, k.add(first, k.c(l * st))));
+    });
+    k.loop(k.c(full), k.c(len), 1, [&](Value j) {
+      SmallVector<Value> loaded;
+      for (size_t o = 1; o < count; ++o)
+        loaded.push_back(k.load(elementType(k, opAt(o)),
+                                address(k, opAt(o), indexAt(o, j))));
+      k.store(fn(loaded), address(k, m.out, indexAt(0, j)));
+    });
+  });
+}
+
+} // namespace
+
 void qatc::codegen::emitStridedMap(KB &k, const StridedMap &m,
                                    const ElementFn &fn) {
   std::vector<const StridedOperand *> ops = {&m.out};
   for (const StridedOperand &in : m.ins)
     ops.push_back(&in);
   Nest n = normalize(m.shape, ops);
+  bool lanesOk = m.lanes && fn && n.shape.back() >= 16 && !m.out.isInt;
+  for (const StridedOperand &in : m.ins)
+    lanesOk &= !in.isInt;
+  if (lanesOk)
+    return emitLaneMap(k, m, n, fn);
   walk(k, n, [&](ArrayRef<Value> index) {
     SmallVector<Value> loaded;
     for (size_t i = 0; i < m.ins.size(); ++i)
