@@ -21,9 +21,7 @@ namespace qatc::codegen::lowering {
 template <typename OpTy>
 LogicalResult GraphLowering::linearEpilogue(OpTy op, const CTensor &x,
                                             const qat::QuantLayout &wl,
-                                            int64_t channels, int o,
-                                            Epilogue &ep) {
-  fillEpilogueOut(ep, tensors[o]);
+                                            int64_t channels, Epilogue &ep) {
   // s_x * s_w[c] in f32, as the reference multiplies them.
   std::vector<float> mult(channels);
   for (int64_t c = 0; c < channels; ++c)
@@ -300,7 +298,7 @@ LogicalResult GraphLowering::lowerQatConv(qat::ConvOp op) {
   int64_t OC = ws[0], perChannel = ws[1] * ws[2] * ws[3];
   Epilogue ep;
   int o = epilogueOutput(op.getOutput(), plan::Layout::NHWC, 1, ep);
-  if (failed(linearEpilogue(op, x, wl, OC, o, ep)))
+  if (failed(linearEpilogue(op, x, wl, OC, ep)))
     return failure();
   int residual = -1;
   if (op.getResidual()) {
@@ -722,7 +720,7 @@ LogicalResult GraphLowering::lowerQatMatMul(qat::MatMulOp op) {
                    : plan::Layout::Plain;
       },
       outShape.size() - 1, ep);
-  if (failed(linearEpilogue(op, x, wl, N, o, ep)))
+  if (failed(linearEpilogue(op, x, wl, N, ep)))
     return failure();
   if (op.getResidual())
     return op.emitError("a residual on a matrix product is not compiled yet");
@@ -752,7 +750,6 @@ LogicalResult GraphLowering::lowerFloatConv(onnx::ConvOp op) {
   auto ws = cast<ShapedType>(op.getW().getType()).getShape();
   Epilogue ep;
   int o = epilogueOutput(op.getY(), plan::Layout::NHWC, 1, ep);
-  fillEpilogueOut(ep, tensors[o]);
   if (op.getB() &&
       failed(addChannelConstant(op, op.getB(), "bias", ws[0], ep.biasOff)))
     return failure();
@@ -776,7 +773,6 @@ LogicalResult GraphLowering::lowerFloatMatMul(onnx::MatMulOp op) {
       Epilogue ep;
       int o = epilogueOutput(op.getY(), plan::Layout::Plain,
                              outShape.size() - 1, ep);
-      fillEpilogueOut(ep, tensors[o]);
       return packedProduct(op, tensorOf(op.getA()), tensorOf(op.getB()), false,
                            o, 1.f, ep);
     }
@@ -796,7 +792,6 @@ LogicalResult GraphLowering::lowerFloatMatMul(onnx::MatMulOp op) {
   Epilogue ep;
   int64_t rank = cast<ShapedType>(op.getY().getType()).getRank();
   int o = epilogueOutput(op.getY(), plan::Layout::Plain, rank - 1, ep);
-  fillEpilogueOut(ep, tensors[o]);
   return matrixProduct(
       op, false, in, o, K, N, ep, -1,
       [wf, N](int64_t n, int64_t k) -> double { return wf[k * N + n]; });
@@ -860,7 +855,6 @@ LogicalResult GraphLowering::lowerGemm(onnx::GemmOp op) {
       x *= alpha;
   int in = asRows(a, op.getLoc());
   int o = epilogueOutput(op.getY(), plan::Layout::Plain, 1, ep);
-  fillEpilogueOut(ep, tensors[o]);
   return matrixProduct(op, false, in, o, K, N, ep, -1,
                        [wf, tr, K, N](int64_t n, int64_t k) -> double {
                          return wf[tr ? n * K + k : k * N + n];

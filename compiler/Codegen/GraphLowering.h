@@ -398,12 +398,13 @@ private:
   void fillEpilogueOut(Epilogue &ep, const CTensor &out);
   void fillActivation(Epilogue &ep, std::optional<qat::ClampAttr> act,
                       bool post);
-  /// The epilogue of a qat.conv / qat.matmul with input `x`, weights `wl`
-  /// and output tensor `o`: accumulator scales, bias, channel scale, clamps.
+  /// The epilogue of a qat.conv / qat.matmul with input `x` and weights
+  /// `wl`: accumulator scales, bias, channel scale, clamps (the output part
+  /// comes from epilogueOutput).
   template <typename OpTy>
   LogicalResult linearEpilogue(OpTy op, const CTensor &x,
                                const qat::QuantLayout &wl, int64_t channels,
-                               int o, Epilogue &ep);
+                               Epilogue &ep);
   /// A float Relu/Clip that is the only user of `v`: folded into its
   /// producer's epilogue (its result is the producer's tensor `o`).
   std::optional<std::pair<float, float>> foldActivation(Value v, int o);
@@ -431,7 +432,7 @@ private:
                             std::vector<Src> *mapInputs);
   /// The output tensor of a producer (conv, matrix product) whose result is
   /// `v`: the exit of the chain after `v`, which `ep` then computes, or `v`'s
-  /// own tensor.
+  /// own tensor; `ep` stores to it (fillEpilogueOut).
   int epilogueOutput(Value v, llvm::function_ref<plan::Layout(Value)> layout,
                      int64_t channelAxis, Epilogue &ep);
   int epilogueOutput(Value v, plan::Layout layout, int64_t channelAxis,
@@ -471,9 +472,10 @@ private:
                          std::string kernel, ScalarFn fn, Value res = {},
                          std::optional<Location> loc = std::nullopt,
                          bool lanes = false);
-  LogicalResult lowerUnary(Operation *op, std::string kernel, ScalarFn fn) {
+  LogicalResult lowerUnary(Operation *op, std::string kernel, ScalarFn fn,
+                           bool lanes = false) {
     return lowerMap(op, {srcOf(op->getOperand(0))}, std::move(kernel),
-                    std::move(fn));
+                    std::move(fn), {}, std::nullopt, lanes);
   }
   LogicalResult lowerBinary(Operation *op, std::string kernel, ScalarFn fn) {
     return lowerMap(op, {srcOf(op->getOperand(0)), srcOf(op->getOperand(1))},

@@ -35,18 +35,16 @@ LogicalResult GraphLowering::lowerQuantize(qat::QuantizeOp op) {
   if (!qat::getPerTensorType(op.getOutput().getType()))
     return op.emitError("qatc compiles per-tensor activation quantization "
                         "only");
-  return lowerMap(
-      op, {srcOf(op->getOperand(0))}, "quantize",
-      [](KB &, ArrayRef<Value> v) { return v[0]; }, {}, std::nullopt,
+  return lowerUnary(
+      op, "quantize", [](KB &, ArrayRef<Value> v) { return v[0]; },
       /*lanes=*/true);
 }
 
 LogicalResult GraphLowering::lowerDequantize(qat::DequantizeOp op) {
   if (!qat::getPerTensorType(op.getInput().getType()))
     return op.emitError("qatc compiles per-tensor dequantization only");
-  return lowerMap(
-      op, {srcOf(op->getOperand(0))}, "dequantize",
-      [](KB &, ArrayRef<Value> v) { return v[0]; }, {}, std::nullopt,
+  return lowerUnary(
+      op, "dequantize", [](KB &, ArrayRef<Value> v) { return v[0]; },
       /*lanes=*/true);
 }
 
@@ -56,9 +54,8 @@ LogicalResult GraphLowering::lowerRequantize(qat::RequantizeOp op) {
     return op.emitError("qatc compiles per-tensor requantization only");
   // lowerMap dequantizes the input ((q - z1) * s1) and quantizes the result
   // (/ s2, round half to even, + z2): QuantizeLinear(DequantizeLinear(q)).
-  return lowerMap(
-      op, {srcOf(op->getOperand(0))}, "requantize",
-      [](KB &, ArrayRef<Value> v) { return v[0]; }, {}, std::nullopt,
+  return lowerUnary(
+      op, "requantize", [](KB &, ArrayRef<Value> v) { return v[0]; },
       /*lanes=*/true);
 }
 

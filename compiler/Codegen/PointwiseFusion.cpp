@@ -400,13 +400,17 @@ int GraphLowering::epilogueOutput(
     Value v, llvm::function_ref<plan::Layout(Value)> layout,
     int64_t channelAxis, Epilogue &ep) {
   std::optional<Chain> c = matchChain(v, nullptr, channelAxis);
-  if (!c)
-    return resultTensor(v, layout(v));
+  if (!c) {
+    int o = resultTensor(v, layout(v));
+    fillEpilogueOut(ep, tensors[o]);
+    return o;
+  }
   auto program =
       std::make_shared<ChainProgram>(chainProgram(*c, v, channelAxis, nullptr));
   for (Operation *op : c->ops)
     folded.insert(op);
   int o = resultTensor(c->exit, layout(c->exit));
+  fillEpilogueOut(ep, tensors[o]);
   ep.chainName = " +" + program->name;
   ep.chain = [program](KB &k, Value y, Value channel) {
     auto vf = VectorType::get({16}, k.f32);

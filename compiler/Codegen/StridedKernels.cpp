@@ -107,17 +107,20 @@ Type elementType(KB &k, const StridedOperand &op) {
 
 /// Runs `body(base index of operand o)` for every outer iteration of the
 /// nest (all dimensions but the innermost), shared by the threads.
-void walkOuter(KB &k, const Nest &n,
-               llvm::function_ref<void(ArrayRef<Value>)> body) {
+/// With `chunks` > 1 every outer iteration is split further into that many
+/// pieces of the innermost dimension, `body(bases, piece)`.
+void walkOuter(KB &k, const Nest &n, int64_t chunks,
+               llvm::function_ref<void(ArrayRef<Value>, Value)> body) {
   size_t rank = n.shape.size(), count = n.strides.size();
   int64_t outer = 1;
   for (size_t d = 0; d + 1 < rank; ++d)
     outer *= n.shape[d];
-  auto [b0, e0] = k.share(outer);
+  auto [b0, e0] = k.share(outer * chunks);
   k.loop(b0, e0, 1, [&](Value i) {
+    Value piece = chunks > 1 ? k.rem(i, k.c(chunks)) : k.c(0);
     // Decompose the flat outer index (constant divisors) into operand bases.
     SmallVector<Value> base(count, k.c(0));
-    Value rest = i;
+    Value rest = chunks > 1 ? k.div(i, k.c(chunks)) : i;
     for (size_t d = rank - 1; d-- > 0;) {
       Value idx = d == 0 ? rest : k.rem(rest, k.c(n.shape[d]));
       if (d > 0)
@@ -126,7 +129,7 @@ void walkOuter(KB &k, const Nest &n,
         if (n.strides[o][d])
           base[o] = k.add(base[o], k.mul(idx, k.c(n.strides[o][d])));
     }
-    body(base);
+    body(base, piece);
   });
 }
 
@@ -135,7 +138,7 @@ void walkOuter(KB &k, const Nest &n,
 void walk(KB &k, const Nest &n,
           llvm::function_ref<void(ArrayRef<Value>)> body) {
   size_t rank = n.shape.size(), count = n.strides.size();
-  walkOuter(k, n, [&](ArrayRef<Value> base) {
+  walkOuter(k, n, 1, [&](ArrayRef<Value> base, Value) {
     k.loop(k.c(0), k.c(n.shape[rank - 1]), 1, [&](Value j) {
       SmallVector<Value> index;
       for (size_t o = 0; o < count; ++o)
@@ -152,16 +155,17 @@ void walk(KB &k, const Nest &n,
 
 namespace {
 
-/// emitStridedMap with the innermost loop 16 elements at a time.
-void emitLaneMap(KB &k, const StridedMap &m, const Nest &n,
-                 const ElementFn &fn) {
+/// emitStridedMap with the innermost loop 16 elements at a time; its
+/// remainder runs `element(index of operand o)` one at a time.
+void emitLaneMap(KB &k, const StridedMap &m, const Nest &n, const ElementFn &fn,
+                 llvm::function_ref<void(ArrayRef<Value>)> element) {
   constexpr int64_t lanes = 16;
   size_t rank = n.shape.size(), count = n.strides.size();
   int64_t len = n.shape[rank - 1], full = len / lanes * lanes;
   auto opAt = [&](size_t o) -> const StridedOperand & {
     return o == 0 ? m.out : m.ins[o - 1];
   };
-  walkOuter(k, n, [&](ArrayRef<Value> base) {
+  walkOuter(k, n, 1, [&](ArrayRef<Value> base, Value) {
     auto indexAt = [&](size_t o, Value j) {
       int64_t st = n.strides[o][rank - 1];
       return st ? k.add(base[o], k.mul(j, k.c(st))) : base[o];
@@ -202,11 +206,10 @@ void emitLaneMap(KB &k, const StridedMap &m, const Nest &n,
                 address(k, m.out, k.add(first, k.c(l * st))));
     });
     k.loop(k.c(full), k.c(len), 1, [&](Value j) {
-      SmallVector<Value> loaded;
-      for (size_t o = 1; o < count; ++o)
-        loaded.push_back(k.load(elementType(k, opAt(o)),
-                                address(k, opAt(o), indexAt(o, j))));
-      k.store(fn(loaded), address(k, m.out, indexAt(0, j)));
+      SmallVector<Value> index;
+      for (size_t o = 0; o < count; ++o)
+        index.push_back(indexAt(o, j));
+      element(index);
     });
   });
 }
@@ -222,15 +225,16 @@ void qatc::codegen::emitStridedMap(KB &k, const StridedMap &m,
   bool lanesOk = m.lanes && fn && n.shape.back() >= 16 && !m.out.isInt;
   for (const StridedOperand &in : m.ins)
     lanesOk &= !in.isInt;
-  if (lanesOk)
-    return emitLaneMap(k, m, n, fn);
-  walk(k, n, [&](ArrayRef<Value> index) {
+  auto element = [&](ArrayRef<Value> index) {
     SmallVector<Value> loaded;
     for (size_t i = 0; i < m.ins.size(); ++i)
       loaded.push_back(
           k.load(elementType(k, m.ins[i]), address(k, m.ins[i], index[i + 1])));
     k.store(fn ? fn(loaded) : loaded[0], address(k, m.out, index[0]));
-  });
+  };
+  if (lanesOk)
+    return emitLaneMap(k, m, n, fn, element);
+  walk(k, n, element);
 }
 
 namespace {
@@ -248,46 +252,34 @@ bool emitLaneReduce(KB &k, const StridedReduce &r, const Nest &n,
       r.in.isInt || (r.in.elemBytes != 4 && r.in.elemBytes != 1))
     return false;
   const int64_t lanes = 16;
-  int64_t chunks = (inner + lanes - 1) / lanes, outer = 1;
-  for (size_t d = 0; d + 1 < rank; ++d)
-    outer *= n.shape[d];
   Type inElem = r.in.elemBytes == 1 ? k.i8 : k.f32;
-  auto [b0, e0] = k.share(outer * chunks);
-  k.loop(b0, e0, 1, [&](Value i) {
-    Value c0 = k.mul(k.rem(i, k.c(chunks)), k.c(lanes));
-    Value rest = k.div(i, k.c(chunks));
-    Value inBase = c0, outBase = c0;
-    for (size_t d = rank - 1; d-- > 0;) {
-      Value idx = d == 0 ? rest : k.rem(rest, k.c(n.shape[d]));
-      if (d > 0)
-        rest = k.div(rest, k.c(n.shape[d]));
-      if (n.strides[0][d])
-        outBase = k.add(outBase, k.mul(idx, k.c(n.strides[0][d])));
-      if (n.strides[1][d])
-        inBase = k.add(inBase, k.mul(idx, k.c(n.strides[1][d])));
-    }
-    Value mask = k.prefixMask(lanes, k.sub(k.c(inner), c0));
-    auto vt = VectorType::get({lanes}, inElem);
-    Value zero =
-        r.in.elemBytes == 1 ? k.splatI(0, lanes, k.i8) : k.splatF(0.f, lanes);
-    // One loop per reduced dimension, outer to inner (index order).
-    std::function<Value(size_t, Value, Value)> over = [&](size_t d, Value off,
-                                                          Value acc) -> Value {
-      if (d == rn.shape.size()) {
-        Value x = k.maskedLoad(vt, address(k, r.in, off), mask, zero);
-        return combine({acc, x});
-      }
-      return k.loop(k.c(0), k.c(rn.shape[d]), 1, ValueRange{acc},
+  walkOuter(k, n, (inner + lanes - 1) / lanes,
+            [&](ArrayRef<Value> base, Value piece) {
+              Value c0 = k.mul(piece, k.c(lanes));
+              Value outBase = k.add(base[0], c0), inBase = k.add(base[1], c0);
+              Value mask = k.prefixMask(lanes, k.sub(k.c(inner), c0));
+              auto vt = VectorType::get({lanes}, inElem);
+              Value zero = r.in.elemBytes == 1 ? k.splatI(0, lanes, k.i8)
+                                               : k.splatF(0.f, lanes);
+              // One loop per reduced dimension, outer to inner (index order).
+              std::function<Value(size_t, Value, Value)> over =
+                  [&](size_t d, Value off, Value acc) -> Value {
+                if (d == rn.shape.size()) {
+                  Value x = k.maskedLoad(vt, address(k, r.in, off), mask, zero);
+                  return combine({acc, x});
+                }
+                return k.loop(
+                    k.c(0), k.c(rn.shape[d]), 1, ValueRange{acc},
                     [&](Value j, ValueRange a) -> SmallVector<Value> {
                       return {over(d + 1,
                                    k.add(off, k.mul(j, k.c(rn.strides[0][d]))),
                                    a[0])};
                     })[0];
-    };
-    Value acc = over(0, inBase, k.splatF(r.init, lanes));
-    k.maskedStore(finish ? finish({acc}) : acc, address(k, r.out, outBase),
-                  mask);
-  });
+              };
+              Value acc = over(0, inBase, k.splatF(r.init, lanes));
+              k.maskedStore(finish ? finish({acc}) : acc,
+                            address(k, r.out, outBase), mask);
+            });
   return true;
 }
 
