@@ -52,10 +52,11 @@ volatile int64_t sink;
 #if defined(__x86_64__)
 // 16 independent accumulators hide any latency up to 8 cycles at 2 per
 // cycle. The operands change nothing (no saturation, no denormals).
+// clang-format off
 #define QATC_CHAINS(OP)                                                        \
-  OP(0)                                                                        \
-  OP(1) OP(2) OP(3) OP(4) OP(5) OP(6) OP(7) OP(8) OP(9) OP(10) OP(11) OP(12)   \
-      OP(13) OP(14) OP(15)
+  OP(0) OP(1) OP(2) OP(3) OP(4) OP(5) OP(6) OP(7)                              \
+  OP(8) OP(9) OP(10) OP(11) OP(12) OP(13) OP(14) OP(15)
+// clang-format on
 
 __attribute__((target("avx512f,avx512vnni"))) void vnni512(int64_t n) {
   __m512i a = _mm512_set1_epi8(1), b = _mm512_set1_epi8(1);
