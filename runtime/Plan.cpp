@@ -1,21 +1,29 @@
 //===- Plan.cpp - map, verify and load a plan -----------------------------===//
 //
-// Every check a corrupt or foreign plan can fail comes before its code is
-// loaded: size, magic, version, segment bounds, checksum, CPU features and
-// the manifest. The code segment is a shared object; it is written to an
+// Every check a corrupt or foreign plan can fail comes before any of its
+// code runs: size, magic, version, segment bounds, checksum, CPU features,
+// the manifest (every record validated, see parseManifest), then, with the
+// code loaded but not run, the code record against the header and the
+// manifest: a manifest edited with the checksum recomputed still has to
+// describe the arena, weights, layers and graph interface the code was
+// compiled for. The code segment is a shared object; it is written to an
 // anonymous memory file (memfd) and dlopen'd from there, so nothing is left
-// on disk.
+// on disk (an unlinked file in $TMPDIR where memfd is missing).
 //
 //===----------------------------------------------------------------------===//
 
 #include "qatc/Runtime/Runtime.h"
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 using namespace qatc;
@@ -23,28 +31,46 @@ using namespace qatc::rt;
 
 namespace {
 
+/// The directory for the plan's code where memfd is missing.
+std::string tempDir() {
+  const char *dir = std::getenv("TMPDIR");
+  return dir && *dir ? dir : "/tmp";
+}
+
 /// Writes `size` bytes to a fresh memfd (or, where memfd is missing, an
-/// unlinked temporary file) and dlopens it.
+/// unlinked temporary file in $TMPDIR) and dlopens it. QATC_NO_MEMFD=1
+/// takes the second way (to test it).
 void *loadSharedObject(const uint8_t *data, size_t size, std::string &error) {
-  int fd = memfd_create("qatc-plan-code", MFD_CLOEXEC);
+  const char *noMemfd = std::getenv("QATC_NO_MEMFD");
+  bool useMemfd = !(noMemfd && *noMemfd && std::strcmp(noMemfd, "0") != 0);
+  int fd = useMemfd ? memfd_create("qatc-plan-code", MFD_CLOEXEC) : -1;
+  std::string why = useMemfd ? std::strerror(errno) : "QATC_NO_MEMFD is set";
   std::string tmpPath;
+  std::string dir = tempDir();
   if (fd < 0) {
-    const char *dir = std::getenv("TMPDIR");
-    tmpPath = std::string(dir ? dir : "/tmp") + "/qatc-plan-XXXXXX";
-    fd = mkstemp(tmpPath.data());
+    tmpPath = dir + "/qatc-plan-XXXXXX";
+    fd = mkostemp(tmpPath.data(), O_CLOEXEC);
     if (fd < 0) {
-      error = "cannot create a file for the plan's code: " +
-              std::string(std::strerror(errno));
+      error = "cannot load the plan's code: no memfd (" + why +
+              ") and no file in the temporary directory '" + dir +
+              "': " + std::strerror(errno) +
+              " (set TMPDIR to a writable directory)";
       return nullptr;
     }
   }
+  auto where = [&] {
+    return tmpPath.empty() ? std::string("a memfd")
+                           : "the temporary directory '" + dir + "'";
+  };
   size_t done = 0;
   while (done < size) {
     ssize_t n = write(fd, data + done, size - done);
     if (n <= 0) {
-      error =
-          "cannot write the plan's code: " + std::string(std::strerror(errno));
+      error = "cannot write the plan's code to " + where() + ": " +
+              std::strerror(n < 0 ? errno : ENOSPC);
       close(fd);
+      if (!tmpPath.empty())
+        unlink(tmpPath.c_str());
       return nullptr;
     }
     done += static_cast<size_t>(n);
@@ -52,14 +78,66 @@ void *loadSharedObject(const uint8_t *data, size_t size, std::string &error) {
   std::string path =
       tmpPath.empty() ? "/proc/self/fd/" + std::to_string(fd) : tmpPath;
   void *handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) {
+    const char *dl = dlerror();
+    error = "cannot load the plan's code from " + where() + ": " +
+            std::string(dl ? dl : "?");
+    struct statvfs fs;
+    if (!tmpPath.empty() && statvfs(dir.c_str(), &fs) == 0 &&
+        (fs.f_flag & ST_NOEXEC))
+      error += " (the directory is on a noexec file system: set TMPDIR to "
+               "one that allows executing code)";
+  }
   if (!tmpPath.empty())
     unlink(tmpPath.c_str());
   close(fd);
-  if (!handle) {
-    const char *why = dlerror();
-    error = "cannot load the plan's code: " + std::string(why ? why : "?");
-  }
   return handle;
+}
+
+/// Holds the code's record against the header and the manifest; "" when
+/// they agree.
+std::string checkCodeRecord(void *library, const plan::PlanHeader &h,
+                            const plan::Manifest &m) {
+  using namespace plan;
+  const auto *rec =
+      static_cast<const uint64_t *>(dlsym(library, kCodeRecordSymbol));
+  const auto *names =
+      static_cast<const char *>(dlsym(library, kCodeLayersSymbol));
+  if (!rec || !names || rec[kRecMagic] != kCodeRecordMagic ||
+      rec[kRecFormatVersion] != kFormatVersion)
+    return "the code has no code record of this format";
+  auto line = [](int n) { return "manifest line " + std::to_string(n) + ": "; };
+  if (rec[kRecCpuFeatures] != h.cpuFeatures)
+    return "the header says the code needs " + featureNames(h.cpuFeatures) +
+           ", the code says " + featureNames(rec[kRecCpuFeatures]);
+  if (rec[kRecWeightsBytes] != h.weightsSize)
+    return "the weights segment has " + std::to_string(h.weightsSize) +
+           " bytes, the code reads " + std::to_string(rec[kRecWeightsBytes]);
+  if (rec[kRecArenaBytes] != m.arenaBytes)
+    return line(m.arenaLine) + "an arena of " + std::to_string(m.arenaBytes) +
+           " bytes, the code addresses " + std::to_string(rec[kRecArenaBytes]);
+  if (rec[kRecLayerCount] != m.layers.size())
+    return std::to_string(m.layers.size()) + " layers in the manifest, " +
+           std::to_string(rec[kRecLayerCount]) + " in the code";
+  size_t at = 0, total = rec[kRecLayersBytes];
+  for (const LayerDesc &l : m.layers) {
+    std::string name(names + at, strnlen(names + at, total - at));
+    if (l.symbol != name)
+      return line(l.line) + "layer '" + l.symbol + "' where the code has '" +
+             name + "'";
+    at = std::min<size_t>(total, at + name.size() + 1);
+  }
+  if (rec[kRecInterfaceDigest] != interfaceDigest(m)) {
+    std::string lines;
+    for (const std::vector<int> *list : {&m.inputs, &m.outputs})
+      for (int i : *list)
+        lines +=
+            (lines.empty() ? "" : ", ") + std::to_string(m.tensors[i].line);
+    return "manifest lines " + lines +
+           ": the graph inputs and outputs are not those the code was "
+           "compiled for";
+  }
+  return "";
 }
 
 } // namespace
@@ -69,7 +147,7 @@ uint64_t Plan::missingFeatures() const {
 }
 
 std::unique_ptr<Plan> Plan::load(const std::string &path, std::string &error,
-                                 bool loadCode) {
+                                 const LoadOptions &options) {
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     error = path + ": cannot open: " + std::strerror(errno);
@@ -82,23 +160,55 @@ std::unique_ptr<Plan> Plan::load(const std::string &path, std::string &error,
     return nullptr;
   }
   size_t size = static_cast<size_t>(st.st_size);
-  auto fail = [&](const std::string &why) -> std::unique_ptr<Plan> {
-    error = path + ": " + why;
-    return nullptr;
-  };
   if (size < sizeof(plan::PlanHeader)) {
     close(fd);
-    return fail("not a qatc plan (" + std::to_string(size) +
-                " bytes, shorter than the header)");
+    error = path + ": not a qatc plan (" + std::to_string(size) +
+            " bytes, shorter than the header)";
+    return nullptr;
   }
   void *map = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
   close(fd);
-  if (map == MAP_FAILED)
-    return fail(std::string("cannot map: ") + std::strerror(errno));
+  if (map == MAP_FAILED) {
+    error = path + ": cannot map: " + std::strerror(errno);
+    return nullptr;
+  }
   std::unique_ptr<Plan> p(new Plan());
   p->mapping_ = map;
   p->mappingSize_ = size;
-  const auto *bytes = static_cast<const uint8_t *>(map);
+  return verify(std::move(p), path, error, options);
+}
+
+std::unique_ptr<Plan> Plan::fromBytes(const uint8_t *data, size_t size,
+                                      const std::string &name,
+                                      std::string &error,
+                                      const LoadOptions &options) {
+  if (size < sizeof(plan::PlanHeader)) {
+    error = name + ": not a qatc plan (" + std::to_string(size) +
+            " bytes, shorter than the header)";
+    return nullptr;
+  }
+  void *map = mmap(nullptr, size, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (map == MAP_FAILED) {
+    error = name + ": cannot map: " + std::strerror(errno);
+    return nullptr;
+  }
+  std::memcpy(map, data, size);
+  std::unique_ptr<Plan> p(new Plan());
+  p->mapping_ = map;
+  p->mappingSize_ = size;
+  return verify(std::move(p), name, error, options);
+}
+
+std::unique_ptr<Plan> Plan::verify(std::unique_ptr<Plan> p,
+                                   const std::string &name, std::string &error,
+                                   const LoadOptions &options) {
+  auto fail = [&](const std::string &why) -> std::unique_ptr<Plan> {
+    error = name + ": " + why;
+    return nullptr;
+  };
+  size_t size = p->mappingSize_;
+  const auto *bytes = static_cast<const uint8_t *>(p->mapping_);
   plan::PlanHeader &h = p->header_;
   std::memcpy(&h, bytes, sizeof(h));
   if (std::memcmp(h.magic, plan::kMagic, sizeof(h.magic)) != 0)
@@ -124,13 +234,18 @@ std::unique_ptr<Plan> Plan::load(const std::string &path, std::string &error,
       h.weightsOffset % plan::kSegmentAlign ||
       h.codeOffset % plan::kSegmentAlign)
     return fail("corrupt plan: segment table out of bounds");
-  uint64_t sum = plan::checksum(
-      bytes, size, offsetof(plan::PlanHeader, checksum), sizeof(h.checksum));
-  if (sum != h.checksum)
+  if (options.verifyChecksum &&
+      plan::checksum(bytes, size, offsetof(plan::PlanHeader, checksum),
+                     sizeof(h.checksum)) != h.checksum)
     return fail("corrupt plan: checksum mismatch (the file was modified or "
                 "damaged after qatc wrote it)");
+  if (h.cpuFeatures & ~plan::kKnownFeatures)
+    return fail("corrupt plan: the header asks for CPU features this "
+                "runtime does not know (" +
+                plan::featureNames(h.cpuFeatures & ~plan::kKnownFeatures) +
+                ")");
   uint64_t missing = h.cpuFeatures & ~plan::hostFeatures();
-  if (missing && loadCode)
+  if (missing && options.runnable)
     return fail("this CPU lacks " + plan::featureNames(missing) +
                 ", which the plan's code needs (compiled for " +
                 plan::featureNames(h.cpuFeatures) +
@@ -141,15 +256,26 @@ std::unique_ptr<Plan> Plan::load(const std::string &path, std::string &error,
   if (!plan::parseManifest(text, p->manifest_, why))
     return fail("corrupt plan: " + why);
   p->weights_ = bytes + h.weightsOffset;
-  if (!loadCode)
+  if (!options.checkCode)
     return p;
-  p->library_ = loadSharedObject(bytes + h.codeOffset, h.codeSize, why);
-  if (!p->library_)
+  void *library = loadSharedObject(bytes + h.codeOffset, h.codeSize, why);
+  if (!library)
     return fail(why);
+  why = checkCodeRecord(library, h, p->manifest_);
+  if (!why.empty()) {
+    dlclose(library);
+    return fail("corrupt plan: " + why);
+  }
+  if (!options.runnable) {
+    dlclose(library);
+    return p;
+  }
+  p->library_ = library;
   for (const plan::LayerDesc &l : p->manifest_.layers) {
     void *sym = dlsym(p->library_, l.symbol.c_str());
     if (!sym)
-      return fail("corrupt plan: the code has no layer '" + l.symbol + "'");
+      return fail("corrupt plan: manifest line " + std::to_string(l.line) +
+                  ": the code has no layer '" + l.symbol + "'");
     p->functions_.push_back(reinterpret_cast<plan::LayerFn>(sym));
   }
   return p;

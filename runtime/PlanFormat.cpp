@@ -6,11 +6,14 @@
 
 #include "qatc/Runtime/PlanFormat.h"
 
+#include <cctype>
 #include <cerrno>
 #include <cinttypes>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <set>
 #include <sstream>
 
 namespace qatc::plan {
@@ -66,11 +69,11 @@ bool decode(const std::string &s, std::string &out) {
     }
     if (i + 2 >= s.size())
       return false;
-    char hex[3] = {s[i + 1], s[i + 2], 0};
-    char *end = nullptr;
-    long v = std::strtol(hex, &end, 16);
-    if (end != hex + 2)
+    if (!std::isxdigit(static_cast<unsigned char>(s[i + 1])) ||
+        !std::isxdigit(static_cast<unsigned char>(s[i + 2])))
       return false;
+    char hex[3] = {s[i + 1], s[i + 2], 0};
+    long v = std::strtol(hex, nullptr, 16);
     out += static_cast<char>(v);
     i += 2;
   }
@@ -111,8 +114,17 @@ bool parseDouble(const std::string &s, double &v) {
     return false;
   char *end = nullptr;
   v = std::strtod(s.c_str(), &end);
-  return !*end;
+  return !*end && std::isfinite(v);
 }
+
+/// a * b into `out` unless it exceeds `limit` (or overflows).
+bool mulWithin(int64_t a, int64_t b, int64_t limit, int64_t &out) {
+  return !__builtin_mul_overflow(a, b, &out) && out >= 0 && out <= limit;
+}
+
+/// The largest element count a plan tensor may have (2^40: far beyond any
+/// arena, small enough that byte counts never overflow).
+constexpr int64_t kMaxElements = int64_t(1) << 40;
 
 bool parseShape(const std::string &s, std::vector<int64_t> &shape) {
   shape.clear();
@@ -274,24 +286,36 @@ int64_t TensorDesc::storedElements() const {
   return numElements() / (shape[1] ? shape[1] : 1) * channelStride;
 }
 
+std::string tensorRecord(const TensorDesc &t) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.17g", t.scale);
+  return encode(t.name) + " " + elemTypeName(t.type) + " " +
+         shapeText(t.shape) + " " +
+         (t.layout == Layout::NHWC ? "nhwc" : "plain") + " " +
+         std::to_string(t.channelStride) + " " + std::to_string(t.offset) +
+         " " + std::to_string(t.bytes) + " " + (t.quantized ? "q" : "f") + " " +
+         buf + " " + std::to_string(t.zeroPoint) + " " +
+         std::to_string(t.storedOffset) + " " + (t.isSigned ? "s" : "u");
+}
+
+uint64_t interfaceDigest(const Manifest &m) {
+  std::string text;
+  for (int i : m.inputs)
+    text += "input " + tensorRecord(m.tensors[i]) + "\n";
+  for (int i : m.outputs)
+    text += "output " + tensorRecord(m.tensors[i]) + "\n";
+  return checksum(reinterpret_cast<const uint8_t *>(text.data()), text.size(),
+                  0, 0);
+}
+
 std::string writeManifest(const Manifest &m) {
   std::string out = "qatc-plan-manifest " + std::to_string(kFormatVersion) +
                     "\ncompiler " + encode(m.compiler) + "\ntarget " +
                     encode(m.target) + "\narena " +
                     std::to_string(m.arenaBytes) + "\n";
-  char buf[64];
-  for (size_t i = 0; i < m.tensors.size(); ++i) {
-    const TensorDesc &t = m.tensors[i];
-    std::snprintf(buf, sizeof(buf), "%.17g", t.scale);
-    out += "tensor " + std::to_string(i) + " " + encode(t.name) + " " +
-           elemTypeName(t.type) + " " + shapeText(t.shape) + " " +
-           (t.layout == Layout::NHWC ? "nhwc" : "plain") + " " +
-           std::to_string(t.channelStride) + " " + std::to_string(t.offset) +
-           " " + std::to_string(t.bytes) + " " + (t.quantized ? "q" : "f") +
-           " " + buf + " " + std::to_string(t.zeroPoint) + " " +
-           std::to_string(t.storedOffset) + " " + (t.isSigned ? "s" : "u") +
-           "\n";
-  }
+  for (size_t i = 0; i < m.tensors.size(); ++i)
+    out +=
+        "tensor " + std::to_string(i) + " " + tensorRecord(m.tensors[i]) + "\n";
   for (int i : m.inputs)
     out += "input " + std::to_string(i) + "\n";
   for (int i : m.outputs)
@@ -305,25 +329,87 @@ std::string writeManifest(const Manifest &m) {
   return out;
 }
 
+namespace {
+
+/// Why tensor `d` cannot be what the manifest says, or "".
+std::string checkTensor(const TensorDesc &d, uint64_t arenaBytes) {
+  int64_t n = 1;
+  for (int64_t dim : d.shape)
+    if (!mulWithin(n, dim, kMaxElements, n))
+      return "tensor '" + d.name + "' has too many elements";
+  if (d.layout == Layout::NHWC) {
+    // Stored as [N][H][W][channelStride] (rank 4) or [M][channelStride].
+    if ((d.shape.size() != 4 && d.shape.size() != 2) ||
+        d.channelStride < d.shape[1] || d.channelStride > kMaxElements)
+      return "bad NHWC tensor '" + d.name + "'";
+  } else if (d.channelStride < 0 || d.channelStride > kMaxElements) {
+    return "tensor '" + d.name + "' has a bad channel stride";
+  }
+  int64_t stored = n;
+  if (d.layout == Layout::NHWC && d.shape[1] != 0 &&
+      !mulWithin(n / d.shape[1], d.channelStride, kMaxElements, stored))
+    return "tensor '" + d.name + "' has too many elements";
+  int64_t need;
+  if (!mulWithin(stored, static_cast<int64_t>(elemSize(d.type)),
+                 kMaxElements * 8, need) ||
+      static_cast<uint64_t>(need) > d.bytes)
+    return "tensor '" + d.name + "' does not fit its bytes";
+  if (d.offset > arenaBytes || d.bytes > arenaBytes - d.offset)
+    return "tensor '" + d.name + "' lies outside the arena";
+  if (d.quantized) {
+    // Quantized data is stored as u8, s8 with +128 (docs/Plan.md).
+    int64_t lo = d.isSigned ? -128 : 0, hi = d.isSigned ? 127 : 255;
+    if (d.type != ElemType::U8 || d.storedOffset != (d.isSigned ? 128 : 0))
+      return "quantized tensor '" + d.name + "' has a bad storage type";
+    if (!(d.scale > 0) || !std::isfinite(d.scale))
+      return "quantized tensor '" + d.name +
+             "' has a scale that is not "
+             "positive and finite";
+    if (d.zeroPoint < lo || d.zeroPoint > hi)
+      return "quantized tensor '" + d.name + "' has a zero point outside " +
+             (d.isSigned ? "int8" : "uint8");
+  } else if (d.storedOffset != 0 || d.zeroPoint != 0 || d.scale != 0) {
+    return "tensor '" + d.name +
+           "' is not quantized but has quantization "
+           "parameters";
+  }
+  return "";
+}
+
+/// A C identifier: what the code's layer symbols are.
+bool isSymbol(const std::string &s) {
+  if (s.empty() || s.size() > 256 ||
+      std::isdigit(static_cast<unsigned char>(s[0])))
+    return false;
+  for (unsigned char c : s)
+    if (!std::isalnum(c) && c != '_')
+      return false;
+  return true;
+}
+
+} // namespace
+
 bool parseManifest(const std::string &text, Manifest &m, std::string &error) {
   m = Manifest();
   std::stringstream lines(text);
   std::string line;
   int lineNo = 0;
-  auto fail = [&](const std::string &why) {
-    error = "manifest line " + std::to_string(lineNo) + ": " + why;
+  auto failAt = [&](int at, const std::string &why) {
+    error = "manifest line " + std::to_string(at) + ": " + why;
     return false;
   };
-  bool sawHeader = false;
+  auto fail = [&](const std::string &why) { return failAt(lineNo, why); };
+  bool sawHeader = false, sawArena = false;
+  std::set<std::string> seen[2];
   while (std::getline(lines, line)) {
     ++lineNo;
-    if (line.empty())
-      continue;
     std::vector<std::string> tok;
     std::stringstream ss(line);
     std::string t;
     while (ss >> t)
       tok.push_back(t);
+    if (tok.empty())
+      continue;
     const std::string &kind = tok[0];
     if (!sawHeader) {
       if (kind != "qatc-plan-manifest" || tok.size() != 2 ||
@@ -337,53 +423,63 @@ bool parseManifest(const std::string &text, Manifest &m, std::string &error) {
       if (!decode(tok[1], kind == "compiler" ? m.compiler : m.target))
         return fail("bad text");
     } else if (kind == "arena" && tok.size() == 2) {
-      if (!parseU64(tok[1], m.arenaBytes))
+      // Tensors are checked against it as they come.
+      if (sawArena || !m.tensors.empty() || !parseU64(tok[1], m.arenaBytes) ||
+          m.arenaBytes > uint64_t(kMaxElements) * 8)
         return fail("bad arena size");
+      sawArena = true;
+      m.arenaLine = lineNo;
     } else if (kind == "tensor" && tok.size() == 14) {
       TensorDesc d;
-      int64_t idx, cs, zp, so;
+      int64_t idx;
       if (!parseInt(tok[1], idx) ||
           idx != static_cast<int64_t>(m.tensors.size()) ||
           !decode(tok[2], d.name) || !parseElemType(tok[3], d.type) ||
           !parseShape(tok[4], d.shape) ||
-          (tok[5] != "nhwc" && tok[5] != "plain") || !parseInt(tok[6], cs) ||
-          cs < 0 || !parseU64(tok[7], d.offset) || !parseU64(tok[8], d.bytes) ||
-          (tok[9] != "q" && tok[9] != "f") || !parseDouble(tok[10], d.scale) ||
-          !parseInt(tok[11], zp) || !parseInt(tok[12], so) ||
+          (tok[5] != "nhwc" && tok[5] != "plain") ||
+          !parseInt(tok[6], d.channelStride) || !parseU64(tok[7], d.offset) ||
+          !parseU64(tok[8], d.bytes) || (tok[9] != "q" && tok[9] != "f") ||
+          !parseDouble(tok[10], d.scale) || !parseInt(tok[11], d.zeroPoint) ||
+          !parseInt(tok[12], d.storedOffset) ||
           (tok[13] != "s" && tok[13] != "u"))
         return fail("malformed tensor");
       d.layout = tok[5] == "nhwc" ? Layout::NHWC : Layout::Plain;
-      d.channelStride = cs;
       d.quantized = tok[9] == "q";
-      d.zeroPoint = zp;
-      d.storedOffset = so;
       d.isSigned = tok[13] == "s";
-      if (d.offset + d.bytes < d.offset || d.offset + d.bytes > m.arenaBytes)
-        return fail("tensor '" + d.name + "' lies outside the arena");
-      // The bytes must hold the tensor in its layout.
-      if (d.layout == Layout::NHWC &&
-          ((d.shape.size() != 4 && d.shape.size() != 2) || cs < d.shape[1]))
-        return fail("bad NHWC tensor '" + d.name + "'");
-      if (static_cast<uint64_t>(d.storedElements()) * elemSize(d.type) >
-          d.bytes)
-        return fail("tensor '" + d.name + "' does not fit its bytes");
+      d.line = lineNo;
+      if (!sawArena)
+        return fail("tensor before the arena");
+      std::string why = checkTensor(d, m.arenaBytes);
+      if (!why.empty())
+        return fail(why);
       m.tensors.push_back(std::move(d));
     } else if ((kind == "input" || kind == "output") && tok.size() == 2) {
       int64_t idx;
       if (!parseInt(tok[1], idx) || idx < 0 ||
           idx >= static_cast<int64_t>(m.tensors.size()))
         return fail("bad tensor index");
-      (kind == "input" ? m.inputs : m.outputs).push_back(int(idx));
+      bool isInput = kind == "input";
+      std::vector<int> &list = isInput ? m.inputs : m.outputs;
+      for (int other : list)
+        if (other == idx)
+          return fail("tensor " + std::to_string(idx) + " is listed twice");
+      if (!seen[isInput].insert(m.tensors[idx].name).second)
+        return fail("two " + kind + "s are named '" + m.tensors[idx].name +
+                    "'");
+      list.push_back(int(idx));
     } else if (kind == "layer" && tok.size() == 10) {
       LayerDesc l;
       if (!decode(tok[1], l.symbol) || !decode(tok[2], l.node) ||
           !decode(tok[3], l.opType) || !decode(tok[4], l.precision) ||
           !decode(tok[5], l.kernel) || (tok[6] != "0" && tok[6] != "1") ||
-          !parseInt(tok[7], l.macs) ||
+          !parseInt(tok[7], l.macs) || l.macs < 0 ||
           !parseIntList(tok[8], m.tensors.size(), l.inputs) ||
           !parseIntList(tok[9], m.tensors.size(), l.outputs))
         return fail("malformed layer");
+      if (!isSymbol(l.symbol))
+        return fail("bad layer symbol");
       l.parallel = tok[6] == "1";
+      l.line = lineNo;
       m.layers.push_back(std::move(l));
     } else {
       return fail("unknown or malformed record '" + kind + "'");
@@ -391,6 +487,8 @@ bool parseManifest(const std::string &text, Manifest &m, std::string &error) {
   }
   if (!sawHeader)
     return fail("empty manifest");
+  if (!sawArena)
+    return fail("no arena");
   if (m.inputs.empty() || m.outputs.empty())
     return fail("no inputs or outputs");
   return true;

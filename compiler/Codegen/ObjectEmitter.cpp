@@ -25,6 +25,8 @@
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Transforms/Passes.h"
 
+#include "llvm/IR/Constants.h"
+#include "llvm/IR/GlobalVariable.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/MC/TargetRegistry.h"
@@ -121,6 +123,37 @@ LogicalResult linkSharedObject(llvm::StringRef obj, std::vector<uint8_t> &so,
   return success();
 }
 
+/// Defines the code record and the layer symbol list (plan::CodeRecordWord):
+/// what the loader holds the header and manifest against.
+void addCodeRecord(llvm::Module &module, const Target &t,
+                   const qatc::plan::Manifest &manifest,
+                   uint64_t weightsBytes) {
+  using namespace qatc::plan;
+  llvm::LLVMContext &ctx = module.getContext();
+  std::string names;
+  for (const LayerDesc &l : manifest.layers)
+    names += l.symbol + '\0';
+  std::vector<uint64_t> words(kCodeRecordWords, 0);
+  words[kRecMagic] = kCodeRecordMagic;
+  words[kRecFormatVersion] = kFormatVersion;
+  words[kRecArenaBytes] = manifest.arenaBytes;
+  words[kRecWeightsBytes] = weightsBytes;
+  words[kRecCpuFeatures] = t.requiredFeatures;
+  words[kRecLayerCount] = manifest.layers.size();
+  words[kRecLayersBytes] = names.size();
+  words[kRecInterfaceDigest] = interfaceDigest(manifest);
+  auto define = [&](llvm::Constant *init, const char *symbol) {
+    auto *g = new llvm::GlobalVariable(
+        module, init->getType(),
+        /*isConstant=*/true, llvm::GlobalValue::ExternalLinkage, init, symbol);
+    g->setAlignment(llvm::Align(8));
+  };
+  define(llvm::ConstantDataArray::get(ctx, llvm::ArrayRef<uint64_t>(words)),
+         kCodeRecordSymbol);
+  define(llvm::ConstantDataArray::getString(ctx, names, /*AddNull=*/false),
+         kCodeLayersSymbol);
+}
+
 } // namespace
 
 LogicalResult qatc::codegen::lowerKernelsToLLVM(ModuleOp kernels,
@@ -154,6 +187,8 @@ LogicalResult qatc::codegen::lowerKernelsToLLVM(ModuleOp kernels,
 
 LogicalResult qatc::codegen::compileKernels(ModuleOp kernels, const Target &t,
                                             KernelOutput what,
+                                            const plan::Manifest &manifest,
+                                            uint64_t weightsBytes,
                                             std::vector<uint8_t> &bytes,
                                             std::string &error) {
   MLIRContext *ctx = kernels.getContext();
@@ -185,6 +220,8 @@ LogicalResult qatc::codegen::compileKernels(ModuleOp kernels, const Target &t,
     // Layers get raw pointers into one arena; never inline one into another.
     f.addFnAttr(llvm::Attribute::NoInline);
   }
+
+  addCodeRecord(*module, t, manifest, weightsBytes);
 
   // -O3 on the module.
   {

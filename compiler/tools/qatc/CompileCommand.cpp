@@ -181,8 +181,9 @@ int qatc::driver::runCompile() {
                                : what == "asm"
                                    ? codegen::KernelOutput::Assembly
                                    : codegen::KernelOutput::SharedObject;
-  if (failed(
-          codegen::compileKernels(*graph.kernels, target, kind, code, error))) {
+  if (failed(codegen::compileKernels(*graph.kernels, target, kind,
+                                     graph.manifest, graph.weights.size(), code,
+                                     error))) {
     llvm::errs() << modelPath << ": error: " << error << "\n";
     return 1;
   }

@@ -35,7 +35,9 @@ cl::opt<bool> json("json", cl::desc("Print JSON"), cl::sub(sub));
 int qatc::driver::runInspect() {
   std::string error;
   // Described, not run: a plan for another CPU is shown too.
-  auto plan = rt::Plan::load(planPath, error, /*loadCode=*/false);
+  rt::Plan::LoadOptions describe;
+  describe.runnable = false;
+  auto plan = rt::Plan::load(planPath, error, describe);
   if (!plan) {
     llvm::errs() << "qatc inspect: " << error << "\n";
     return 1;

@@ -81,9 +81,10 @@ int qatc::driver::runRun() {
   if (failed(given))
     return 1;
   std::vector<std::optional<Tensor>> &inputs = *given;
-  for (std::optional<Tensor> &t : inputs)
-    if (t)
-      t = castTensor(*t, DType::F32);
+  // The runtime reads each input in the plan's element type.
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (inputs[i])
+      inputs[i] = castTensor(*inputs[i], dtypeOf(m.tensors[m.inputs[i]]));
   // Chunks of the plan's batch.
   int64_t chunks = -1;
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -134,8 +135,9 @@ int qatc::driver::runRun() {
   for (int64_t c = 0; c < chunks; ++c) {
     std::vector<const void *> in;
     for (size_t i = 0; i < inputs.size(); ++i) {
-      int64_t per = m.tensors[m.inputs[i]].numElements();
-      in.push_back(inputs[i]->data<float>() + c * per);
+      const plan::TensorDesc &d = m.tensors[m.inputs[i]];
+      in.push_back(inputs[i]->data<uint8_t>() +
+                   c * d.numElements() * plan::elemSize(d.type));
     }
     std::vector<void *> out;
     for (size_t i = 0; i < outputs.size(); ++i) {

@@ -64,11 +64,12 @@ enum class KernelOutput { SharedObject, LLVMIR, Assembly };
 
 /// Compiles the kernels module with LLVM (-O3 for the target) into `bytes`:
 /// a shared object (linked by the system `ld`), or the LLVM IR or assembly
-/// text.
-mlir::LogicalResult compileKernels(mlir::ModuleOp kernels, const Target &target,
-                                   KernelOutput what,
-                                   std::vector<uint8_t> &bytes,
-                                   std::string &error);
+/// text. The code also defines the code record (plan::kCodeRecordSymbol)
+/// of `manifest` and a weights segment of `weightsBytes`.
+mlir::LogicalResult
+compileKernels(mlir::ModuleOp kernels, const Target &target, KernelOutput what,
+               const plan::Manifest &manifest, uint64_t weightsBytes,
+               std::vector<uint8_t> &bytes, std::string &error);
 
 /// Serializes a plan (header, manifest, weights, code) into bytes.
 std::vector<uint8_t> writePlan(const plan::Manifest &manifest,

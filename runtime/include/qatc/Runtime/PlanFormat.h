@@ -26,7 +26,8 @@ namespace qatc::plan {
 /// "QATCPLN\0" at offset 0.
 inline constexpr char kMagic[8] = {'Q', 'A', 'T', 'C', 'P', 'L', 'N', '\0'};
 /// Bumped whenever the header, the manifest grammar or the layer ABI change.
-inline constexpr uint32_t kFormatVersion = 1;
+/// Version 2: the code segment carries a code record (below).
+inline constexpr uint32_t kFormatVersion = 2;
 /// Segments start at multiples of this (aligned vector loads of weights).
 inline constexpr uint64_t kSegmentAlign = 64;
 
@@ -41,6 +42,8 @@ enum CpuFeature : uint64_t {
   kFeatAVXVNNI = 1u << 6,
   kFeatAVX512DQ = 1u << 7,
 };
+/// Every feature bit this runtime knows; a header with others is refused.
+inline constexpr uint64_t kKnownFeatures = (1u << 8) - 1;
 
 /// The names of the features in `mask`, space separated ("avx2 fma ...").
 std::string featureNames(uint64_t mask);
@@ -97,6 +100,7 @@ struct TensorDesc {
   int64_t zeroPoint = 0; ///< in the ONNX type's domain
   int64_t storedOffset = 0;
   bool isSigned = true; ///< the ONNX element type of quantized data
+  int line = 0;         ///< the manifest line that declared it (errors)
 
   int64_t numElements() const;
   /// Elements the layout stores (padded channels included).
@@ -113,6 +117,7 @@ struct LayerDesc {
   bool parallel = false; ///< split across threads (else thread 0 runs it)
   int64_t macs = 0;      ///< multiply-accumulates (for % of peak)
   std::vector<int> inputs, outputs; ///< indices into Manifest::tensors
+  int line = 0;                     ///< the manifest line (errors)
 };
 
 /// Everything the runtime knows about a plan besides its bytes.
@@ -120,6 +125,7 @@ struct Manifest {
   std::string compiler;
   std::string target; ///< "avx512vnni", "avxvnni", "avx2", "generic"
   uint64_t arenaBytes = 0;
+  int arenaLine = 0; ///< the manifest line of arenaBytes (errors)
   std::vector<TensorDesc> tensors;
   std::vector<int> inputs, outputs; ///< graph I/O, indices into tensors
   std::vector<LayerDesc> layers;
@@ -130,8 +136,40 @@ std::string shapeText(const std::vector<int64_t> &shape);
 
 /// The manifest's text form (docs/Plan.md).
 std::string writeManifest(const Manifest &m);
-/// Parses a manifest; on failure returns false and says why (with the line).
+/// Parses and validates a manifest: every record's syntax, every index,
+/// every tensor inside the arena and its bytes holding its shape in its
+/// layout (sizes computed without overflow), quantization parameters (a
+/// finite positive scale, a zero point in its type's range, the storage
+/// offset its signedness implies), distinct inputs and outputs. On failure
+/// returns false and says why, starting "manifest line N: ".
 bool parseManifest(const std::string &text, Manifest &m, std::string &error);
+
+/// The code record: what the code segment was compiled for, defined by the
+/// code itself so that the loader can hold the manifest and header against
+/// it before any layer runs (a checksum only says the file is as written,
+/// not that an edited manifest still matches the code). The code defines
+/// kCodeRecordSymbol as kCodeRecordWords uint64_t words (CodeRecordWord
+/// order) and kCodeLayersSymbol as the layer symbols, each ended by a NUL.
+inline constexpr char kCodeRecordSymbol[] = "qatc_plan_code_record";
+inline constexpr char kCodeLayersSymbol[] = "qatc_plan_code_layers";
+inline constexpr uint64_t kCodeRecordMagic = 0x31524344434f4351ULL; // QOCDCR1
+enum CodeRecordWord {
+  kRecMagic,
+  kRecFormatVersion,
+  kRecArenaBytes,   ///< the arena the code addresses
+  kRecWeightsBytes, ///< the weights segment the code reads
+  kRecCpuFeatures,  ///< what the code needs (the header's cpuFeatures)
+  kRecLayerCount,
+  kRecLayersBytes,     ///< the size of kCodeLayersSymbol
+  kRecInterfaceDigest, ///< interfaceDigest() of the manifest
+  kCodeRecordWords
+};
+/// A digest of the manifest's graph inputs and outputs (names, types,
+/// shapes, layouts, places and quantization): what the runtime writes and
+/// reads for the caller, and what the code was compiled to find.
+uint64_t interfaceDigest(const Manifest &m);
+/// The manifest's record of tensor `t` as text (its line without "tensor").
+std::string tensorRecord(const TensorDesc &t);
 
 /// Symbols every layer function has: (arena, weights, thread id, threads).
 using LayerFn = void (*)(uint8_t *arena, const uint8_t *weights, int64_t tid,

@@ -27,13 +27,37 @@ namespace qatc::rt {
 /// A loaded, verified plan. Immutable; several sessions may share it.
 class Plan {
 public:
-  /// Reads and verifies the plan at `path`; null with `error` set when it
-  /// cannot be run safely on this CPU. With `loadCode` false (to describe a
-  /// plan, e.g. one built for another CPU) the file is verified the same way
-  /// but the CPU features are not required and no code is loaded: the plan
-  /// cannot run (hasCode() is false).
+  /// What load() checks and loads.
+  struct LoadOptions {
+    /// Require this CPU's features and resolve the layer functions: the
+    /// plan can run. Without it (to describe a plan, e.g. one built for
+    /// another CPU) everything else is checked the same way but the plan
+    /// cannot run (hasCode() is false).
+    bool runnable = true;
+    /// Load the code segment and hold the header and manifest against the
+    /// code record. Off only to fuzz the header and manifest checks, whose
+    /// plans have no valid code.
+    bool checkCode = true;
+    /// Off only to fuzz the checks behind the checksum.
+    bool verifyChecksum = true;
+  };
+
+  /// Reads and verifies the plan at `path` before anything of it runs:
+  /// header, segment table, checksum, manifest (parseManifest), the code
+  /// record against the header and manifest, CPU features. Null with
+  /// `error` set ("<path>: corrupt plan: manifest line N: ...", ...) when it
+  /// cannot be run safely here.
   static std::unique_ptr<Plan> load(const std::string &path, std::string &error,
-                                    bool loadCode = true);
+                                    const LoadOptions &options);
+  static std::unique_ptr<Plan> load(const std::string &path,
+                                    std::string &error) {
+    return load(path, error, LoadOptions());
+  }
+  /// The same for a plan held in memory (copied); `name` labels errors.
+  static std::unique_ptr<Plan> fromBytes(const uint8_t *data, size_t size,
+                                         const std::string &name,
+                                         std::string &error,
+                                         const LoadOptions &options);
   bool hasCode() const { return library_ != nullptr; }
   /// The CPU features the plan needs that this CPU lacks (a mask of
   /// plan::CpuFeature bits; 0 when it can run here).
@@ -49,6 +73,10 @@ public:
 
 private:
   Plan() = default;
+  static std::unique_ptr<Plan> verify(std::unique_ptr<Plan> p,
+                                      const std::string &name,
+                                      std::string &error,
+                                      const LoadOptions &options);
   plan::PlanHeader header_{};
   plan::Manifest manifest_;
   void *mapping_ = nullptr;
