@@ -890,6 +890,25 @@ OwningOpRef<ModuleOp> GraphImporter::importModel(onnxpb::ModelProto &model) {
   for (int index : order)
     if (failed(importNode(graph.node(index), index)))
       return nullptr;
+  // A value_info whose element type contradicts what its node computes is
+  // refused (ONNX Runtime refuses it too): a tool that reads the declared
+  // type would misread the data.
+  for (const auto &vi : graph.value_info()) {
+    auto it = values.find(vi.name());
+    if (it == values.end() || !vi.type().has_tensor_type() ||
+        !vi.type().tensor_type().elem_type())
+      continue;
+    Type declared =
+        convertElementType(&ctx, vi.type().tensor_type().elem_type());
+    Type actual = getElementTypeOrSelf(it->second.getType());
+    if (!declared || declared == actual)
+      continue;
+    Operation *def = it->second.getDefiningOp();
+    return emitError(def ? def->getLoc() : fileLoc)
+               << "value_info declares '" << vi.name() << "' as " << declared
+               << " but the node computes " << actual,
+           nullptr;
+  }
 
   SmallVector<Value> results;
   SmallVector<StringRef> outNames;

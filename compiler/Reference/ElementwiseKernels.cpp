@@ -885,6 +885,34 @@ template <typename Fn> bool dispatchQuantized(DType type, Fn &&fn) {
   }
 }
 
+/// Refuses what `qatc compile` refuses (LegalityCheck): a scale that is not
+/// finite and positive gives no meaningful quantization, only garbage.
+LogicalResult checkScales(Operation *op, const Tensor &scale) {
+  bool ok = true;
+  int64_t bad = 0;
+  double value = 0;
+  dispatchFloat(scale.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T *s = scale.data<T>();
+    for (int64_t i = 0, n = scale.numElements(); i < n && ok; ++i)
+      if (!(s[i] > 0) || !std::isfinite(static_cast<double>(s[i]))) {
+        ok = false;
+        bad = i;
+        value = static_cast<double>(s[i]);
+      }
+  });
+  if (ok)
+    return success();
+  InFlightDiagnostic diag = op->emitError();
+  diag << op->getName().stripDialect() << " scale";
+  if (scale.numElements() > 1)
+    diag << "[" << bad << "]";
+  diag << " is " << value
+       << "; scales must be finite and positive (the model's quantization "
+          "is meaningless with it, and qatc compile refuses it too)";
+  return failure();
+}
+
 } // namespace
 
 Results qatc::ref::evalQuantize(onnx::QuantizeLinearOp op, ArrayRef<Tensor> in,
@@ -896,6 +924,8 @@ Results qatc::ref::evalQuantize(onnx::QuantizeLinearOp op, ArrayRef<Tensor> in,
     return op.emitOpError("reference evaluation quantizes to int8 or uint8 "
                           "only"),
            failure();
+  if (failed(checkScales(op, scale)))
+    return failure();
   // int32 input is quantized like float (ONNX allows both).
   if (!isFloat(x.dtype()))
     x = castTensor(x, scale.dtype());
@@ -931,6 +961,8 @@ Results qatc::ref::evalDequantize(onnx::DequantizeLinearOp op,
                                   ArrayRef<Tensor> in,
                                   const KernelContext &ctx) {
   const Tensor &x = in[0], &scale = in[1];
+  if (failed(checkScales(op, scale)))
+    return failure();
   std::optional<Tensor> zp;
   if (in.size() > 2)
     zp = in[2];
