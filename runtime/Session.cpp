@@ -48,8 +48,14 @@ struct Session::Workers {
       phase.store(myPhase + 1, std::memory_order_release);
       return;
     }
-    while (phase.load(std::memory_order_acquire) == myPhase)
-      QATC_PAUSE();
+    // Spin (a layer takes microseconds), then yield: with more threads than
+    // cores (several sessions at once) the thread we wait for may need ours.
+    for (int spins = 0; phase.load(std::memory_order_acquire) == myPhase;
+         ++spins)
+      if (spins < 4096)
+        QATC_PAUSE();
+      else
+        std::this_thread::yield();
   }
 };
 

@@ -14,6 +14,7 @@ build_pkgs=(
 test_pkgs=(
   python3 python3-numpy python3-onnx python3-torch python3-torchvision python3-sklearn
   libonnx-testdata nodejs npm
+  clang-19 libclang-rt-19-dev
 )
 
 want=("${build_pkgs[@]}")

@@ -10,6 +10,12 @@ scripts/setup-deps.sh --test
 scripts/setup-ort.sh
 scripts/build.sh "$@"
 build_dir=build
+if [[ "${1:-}" != "--sanitize" ]]; then
+  # The libFuzzer targets: a clang sub-build in build/fuzz (ctest runs them).
+  start=$(date +%s)
+  ninja -C build -j "${QATC_JOBS:-2}" qatc-fuzz
+  echo "build: fuzz targets built in $(( $(date +%s) - start )) s"
+fi
 if [[ "${1:-}" == "--sanitize" ]]; then
   build_dir=build-asan
   # Distinct exit codes: a sanitizer report is never mistaken for an

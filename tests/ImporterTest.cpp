@@ -195,6 +195,31 @@ TEST_F(ExternalData, MissingFileNamesTheInitializerAndTheFile) {
   EXPECT_NE(f.diagnostics.find("absent.bin"), std::string::npos);
 }
 
+TEST_F(ExternalData, LocationsOutsideTheModelsDirectoryAreRefused) {
+  // Absolute paths and ".." would let a model read any file (or block on a
+  // device); ONNX Runtime refuses them too.
+  for (const std::string location :
+       {"/etc/hostname", "../weights.bin", "sub/../../x.bin"}) {
+    ImportFixture f;
+    EXPECT_FALSE(f.import(model(0, 32, location), dir));
+    EXPECT_NE(f.diagnostics.find("initializer \"w\": error: external data "
+                                 "location '" +
+                                 location +
+                                 "' is not a relative path inside the "
+                                 "model's directory"),
+              std::string::npos)
+        << f.diagnostics;
+  }
+  // A directory is not a weights file.
+  llvm::SmallString<128> sub(dir);
+  llvm::sys::path::append(sub, "sub");
+  ASSERT_FALSE(llvm::sys::fs::create_directory(sub));
+  ImportFixture g;
+  EXPECT_FALSE(g.import(model(0, 32, "sub"), dir));
+  EXPECT_NE(g.diagnostics.find("is not a regular file"), std::string::npos)
+      << g.diagnostics;
+}
+
 /// A Q/DQ pair whose zero point has ONNX data type `dataType`.
 ::onnx::ModelProto qdqWithZeroPointType(int32_t dataType) {
   auto model = makeModel({4}, 21);

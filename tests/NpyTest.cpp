@@ -90,6 +90,59 @@ TEST(Npy, BadFilesSayWhatIsWrong) {
       "h.npy: is truncated (header)");
   EXPECT_NE(errorOf(readNpy("/nonexistent/qatc.npy")).find("cannot be read"),
             std::string::npos);
+  // A shape whose element count overflows 64 bits is not read as the
+  // wrapped-around count.
+  EXPECT_EQ(
+      errorOf(parseNpy(header("{'descr': '<f4', 'fortran_order': False, "
+                              "'shape': (4294967296, 4294967296, 16), }") +
+                           std::string(64, '\0'),
+                       "o.npy")),
+      "o.npy: has an impossible shape (4294967296, 4294967296, 16)");
+}
+
+TEST(Npy, NpzOffsetsThatOverflowAreRefused) {
+  // A stored entry whose local-header offset is the largest 64-bit value
+  // (a zip64 extra field may say anything): offset + 30 wraps around.
+  std::string zip, dir;
+  auto put16 = [](std::string &s, uint16_t v) {
+    s += static_cast<char>(v & 0xff);
+    s += static_cast<char>(v >> 8);
+  };
+  auto put32 = [&](std::string &s, uint32_t v) {
+    put16(s, v & 0xffff);
+    put16(s, v >> 16);
+  };
+  put32(dir, 0x02014b50);
+  for (int i = 0; i < 4; ++i)
+    put16(dir, 0); // versions, flags, method (stored)
+  put32(dir, 0);   // time and date
+  put32(dir, 0);   // crc
+  put32(dir, 4);   // compressed size
+  put32(dir, 4);   // size
+  put16(dir, 5);   // name length
+  put16(dir, 12);  // extra length
+  for (int i = 0; i < 3; ++i)
+    put16(dir, 0);        // comment, disk, internal attributes
+  put32(dir, 0);          // external attributes
+  put32(dir, 0xffffffff); // local header offset: in the zip64 field
+  dir += "a.npy";
+  put16(dir, 0x0001); // zip64 extra field
+  put16(dir, 8);
+  put32(dir, 0xffffffff);
+  put32(dir, 0xffffffff);
+  zip += dir;
+  put32(zip, 0x06054b50);
+  put16(zip, 0);
+  put16(zip, 0);
+  put16(zip, 1);
+  put16(zip, 1);
+  put32(zip, static_cast<uint32_t>(dir.size()));
+  put32(zip, 0);
+  put16(zip, 0);
+  auto r = parseNpz(zip, "z.npz");
+  ASSERT_FALSE(bool(r));
+  EXPECT_EQ(llvm::toString(r.takeError()),
+            "z.npz: has a corrupt entry 'a.npy'");
 }
 
 TEST(Npy, NpzWriteAndReadBack) {

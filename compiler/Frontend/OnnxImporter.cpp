@@ -190,8 +190,24 @@ static FailureOr<std::string> readExternalData(const onnxpb::TensorProto &t,
   }
   if (location.empty())
     return emitError(loc) << "external data has no location", failure();
+  // As ONNX Runtime does: a model names files beside it, never elsewhere
+  // (an absolute path or ".." would let a model read any file, or block
+  // on a device).
+  bool escapes = llvm::sys::path::is_absolute(location) ||
+                 llvm::any_of(llvm::make_range(llvm::sys::path::begin(location),
+                                               llvm::sys::path::end(location)),
+                              [](StringRef part) { return part == ".."; });
+  if (escapes)
+    return emitError(loc) << "external data location '" << location
+                          << "' is not a relative path inside the model's "
+                             "directory",
+           failure();
   SmallString<256> path(baseDir);
   llvm::sys::path::append(path, location);
+  if (llvm::sys::fs::exists(path) && !llvm::sys::fs::is_regular_file(path))
+    return emitError(loc) << "external data file '" << path
+                          << "' is not a regular file",
+           failure();
   auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
                                             /*RequiresNullTerminator=*/false);
   if (!buffer)

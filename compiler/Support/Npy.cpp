@@ -155,8 +155,20 @@ llvm::Expected<NpyArray> qatc::parseNpy(StringRef bytes, StringRef name) {
       return fail(name, "has a malformed shape (" + *shape + ")");
     array.shape.push_back(v);
   }
-  size_t need = static_cast<size_t>(array.numElements()) * type->size;
+  // The element count and byte size, without overflow: a shape may claim
+  // anything (even with a zero dimension, every prefix product must fit).
   StringRef data = bytes.drop_front(start + headerLen);
+  uint64_t nonzero = 1;
+  bool empty = false;
+  for (int64_t d : array.shape) {
+    empty |= d == 0;
+    if (d &&
+        __builtin_mul_overflow(nonzero, static_cast<uint64_t>(d), &nonzero))
+      nonzero = UINT64_MAX;
+  }
+  if (nonzero > (uint64_t(1) << 48))
+    return fail(name, "has an impossible shape (" + shape->trim() + ")");
+  uint64_t need = empty ? 0 : nonzero * type->size;
   if (data.size() < need)
     return fail(name, "is truncated: " + llvm::Twine(data.size()) +
                           " data bytes for " + llvm::Twine(need) + " needed");
@@ -214,7 +226,16 @@ llvm::Expected<std::map<std::string, NpyArray>> qatc::readNpz(StringRef path) {
                                             /*RequiresNullTerminator=*/false);
   if (!buffer)
     return fail(path, "cannot be read: " + buffer.getError().message());
-  StringRef zip = (*buffer)->getBuffer();
+  return parseNpz((*buffer)->getBuffer(), path);
+}
+
+llvm::Expected<std::map<std::string, NpyArray>> qatc::parseNpz(StringRef zip,
+                                                               StringRef path) {
+  // [off, off + len) lies inside the archive (no overflow: zip64 fields
+  // are 64-bit and may hold anything).
+  auto inside = [&](uint64_t off, uint64_t len) {
+    return off <= zip.size() && len <= zip.size() - off;
+  };
   // End of central directory: the last 0x06054b50 record (it is followed
   // by at most a 64 KiB comment).
   size_t eocd = StringRef::npos;
@@ -236,7 +257,7 @@ llvm::Expected<std::map<std::string, NpyArray>> qatc::readNpz(StringRef path) {
     if (eocd < 20 || le32(zip.data() + eocd - 20) != 0x07064b50)
       return fail(path, "has a broken zip64 directory");
     uint64_t z64 = le64(zip.data() + eocd - 20 + 8);
-    if (z64 + 56 > zip.size() || le32(zip.data() + z64) != 0x06064b50)
+    if (!inside(z64, 56) || le32(zip.data() + z64) != 0x06064b50)
       return fail(path, "has a broken zip64 directory");
     entries = le64(zip.data() + z64 + 32);
     dirOffset = le64(zip.data() + z64 + 48);
@@ -244,7 +265,7 @@ llvm::Expected<std::map<std::string, NpyArray>> qatc::readNpz(StringRef path) {
   std::map<std::string, NpyArray> out;
   uint64_t p = dirOffset;
   for (uint64_t e = 0; e < entries; ++e) {
-    if (p + 46 > zip.size() || le32(zip.data() + p) != 0x02014b50)
+    if (!inside(p, 46) || le32(zip.data() + p) != 0x02014b50)
       return fail(path, "has a corrupt zip directory");
     uint16_t method = le16(zip.data() + p + 10);
     uint64_t compSize = le32(zip.data() + p + 20);
@@ -253,7 +274,7 @@ llvm::Expected<std::map<std::string, NpyArray>> qatc::readNpz(StringRef path) {
     uint16_t extraLen = le16(zip.data() + p + 30);
     uint16_t commentLen = le16(zip.data() + p + 32);
     uint64_t local = le32(zip.data() + p + 42);
-    if (p + 46 + nameLen + extraLen > zip.size())
+    if (!inside(p, 46 + nameLen + extraLen))
       return fail(path, "has a corrupt zip directory");
     std::string entryName(zip.data() + p + 46, nameLen);
     // Zip64 extra field: the 0xffffffff fields, in order.
@@ -276,12 +297,16 @@ llvm::Expected<std::map<std::string, NpyArray>> qatc::readNpz(StringRef path) {
       extra = extra.drop_front(std::min<size_t>(extra.size(), 4 + len));
     }
     p += 46 + nameLen + extraLen + commentLen;
-    if (local + 30 > zip.size() || le32(zip.data() + local) != 0x04034b50)
+    if (!inside(local, 30) || le32(zip.data() + local) != 0x04034b50)
       return fail(path, "has a corrupt entry '" + entryName + "'");
     uint64_t dataStart = local + 30 + le16(zip.data() + local + 26) +
                          le16(zip.data() + local + 28);
-    if (dataStart + compSize > zip.size())
+    if (!inside(dataStart, compSize))
       return fail(path, "is truncated (entry '" + entryName + "')");
+    // Deflate expands at most 1032:1; a larger claimed size is a lie that
+    // would only allocate memory.
+    if (method == 8 && size > compSize * 1032 + 64)
+      return fail(path, "has a corrupt compressed entry '" + entryName + "'");
     StringRef comp = zip.substr(dataStart, compSize);
     std::string raw;
     if (method == 0) {

@@ -14,6 +14,7 @@
 
 #include "QuantUtils.h"
 #include "qatc/Quantization/Passes.h"
+#include "qatc/Quantization/PrecisionRules.h"
 #include "qatc/Support/Locations.h"
 
 #include "llvm/Support/MemoryBuffer.h"
@@ -54,35 +55,16 @@ struct QatPrecisionOverridePass
           << "': " << buffer.getError().message();
       return signalPassFailure();
     }
-    std::vector<Rule> rules;
-    SmallVector<StringRef> lines;
-    (*buffer)->getBuffer().split(lines, '\n');
-    for (auto [i, raw] : llvm::enumerate(lines)) {
-      StringRef line = raw.split('#').first.trim();
-      if (line.empty())
-        continue;
-      // The precision is the last whitespace-separated word; the pattern
-      // is everything before it.
-      size_t split = line.find_last_of(" \t");
-      StringRef pattern = split == StringRef::npos
-                              ? StringRef()
-                              : line.take_front(split).trim();
-      StringRef precision =
-          split == StringRef::npos ? line : line.drop_front(split + 1).trim();
-      auto bad = [&](const Twine &why) {
-        emitError(module.getLoc()) << file << ":" << i + 1 << ": " << why;
-        signalPassFailure();
-      };
-      if (pattern.empty() || (precision != "fp32" && precision != "int8"))
-        return bad("expected '<node-name regex> fp32|int8', got '" + line +
-                   "'");
-      Rule rule{pattern.str(), llvm::Regex("^(" + pattern.str() + ")$"),
-                precision.str(), static_cast<unsigned>(i + 1)};
-      std::string error;
-      if (!rule.regex.isValid(error))
-        return bad("invalid regular expression '" + pattern + "': " + error);
-      rules.push_back(std::move(rule));
+    std::vector<PrecisionRule> parsed;
+    std::string error;
+    if (!parsePrecisionRules((*buffer)->getBuffer(), parsed, error)) {
+      emitError(module.getLoc()) << file << ":" << error;
+      return signalPassFailure();
     }
+    std::vector<Rule> rules;
+    for (PrecisionRule &r : parsed)
+      rules.push_back({r.pattern, llvm::Regex("^(" + r.pattern + ")$"),
+                       r.precision, r.line});
     module.walk([&](Operation *op) {
       if (!isa<onnx::OnnxDialect>(op->getDialect()) ||
           isa<onnx::ConstantOp>(op))

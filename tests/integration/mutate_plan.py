@@ -111,6 +111,74 @@ def edit_header(rng):
     return edit, field
 
 
+def replace_line(text, prefix, new):
+    """`text` with its first line starting with `prefix` replaced by `new`
+    (a function of the old line)."""
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        if line.startswith(prefix):
+            lines[i] = new(line)
+            return "\n".join(lines)
+    raise ValueError(f"no line starts with {prefix!r}")
+
+
+def field(i, value):
+    def edit(line):
+        toks = line.split(" ")
+        toks[i] = value
+        return " ".join(toks)
+    return edit
+
+
+# Edits that parse and would run the code past its memory (or feed it
+# data of another shape) were they believed, and the message each must get.
+TARGETED = [
+    ("a whitespace-only line", lambda t: t.replace("\n", "\n \n", 1),
+     None),
+    ("a smaller arena", lambda t: replace_line(t, "arena ", field(1, "64")),
+     "lies outside the arena"),
+    ("a larger arena", lambda t: replace_line(
+        t, "arena ", lambda l: "arena " + str(int(l.split()[1]) + 4096)),
+     "the code addresses"),
+    ("a renamed layer", lambda t: replace_line(t, "layer ", field(1, "abort")),
+     "where the code has"),
+    ("a dropped layer", lambda t: replace_line(t, "layer ", lambda l: ""),
+     "layers in the manifest"),
+    ("an input of another shape", lambda t: replace_line(
+        t, "tensor 0 ", field(4, "1x1x4x4")), "not those the code was"),
+    ("an input of another type", lambda t: replace_line(
+        t, "tensor 0 ", field(3, "i64")), "does not fit its bytes"),
+    ("an overflowing shape", lambda t: replace_line(
+        t, "tensor 0 ", field(4, "4294967296x4294967296x4294967296")),
+     "too many elements"),
+    ("a NaN scale", lambda t: replace_line(
+        t, "tensor 1 ", field(10, "nan")), "malformed tensor"),
+    ("an input listed twice", lambda t: t.replace(
+        "\ninput 0", "\ninput 0\ninput 0"), "listed twice"),
+]
+
+
+def targeted(args, h, manifest, weights, code, path):
+    """Each TARGETED edit gets its message from `qatc run`; returns the
+    failures."""
+    failures = []
+    for name, edit, expect in TARGETED:
+        with open(path, "wb") as f:
+            f.write(join_plan(h, edit(manifest), weights, code))
+        p = subprocess.run([args.qatc, "run", path, "--input", args.input],
+                           capture_output=True, text=True, timeout=60)
+        err = p.stderr.strip()
+        ok = (p.returncode == 0 if expect is None else
+              p.returncode == 1 and "corrupt plan" in err and expect in err
+              and "\n" not in err)
+        print(f"   {name:28s} {'ok' if ok else 'FAIL'}: "
+              f"{err or 'runs (exit %d)' % p.returncode}")
+        if not ok:
+            failures.append(f"{name}: exit {p.returncode}, '{err}' "
+                            f"(expected {expect or 'to run'})")
+    return failures
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--qatc", required=True)
@@ -129,8 +197,9 @@ def main():
     data = open(args.plan, "rb").read()
     h, manifest, weights, code = split_plan(data)
     rng = random.Random(args.seed)
-    failures, refused, accepted, tested = [], 0, 0, 0
     path = os.path.join(args.work, "edited.plan")
+    failures = targeted(args, h, manifest, weights, code, path)
+    refused, accepted, tested = 0, 0, 0
     for n in range(args.count):
         if n % 5 == 4:
             edit, field = edit_header(rng)

@@ -61,6 +61,9 @@ llvm::Error writeNpy(llvm::StringRef path, const NpyArray &array);
 /// Reads every array of an uncompressed or deflate-compressed .npz archive,
 /// keyed by name (without the .npy suffix).
 llvm::Expected<std::map<std::string, NpyArray>> readNpz(llvm::StringRef path);
+/// Parses the bytes of an .npz archive; `name` labels errors.
+llvm::Expected<std::map<std::string, NpyArray>> parseNpz(llvm::StringRef bytes,
+                                                         llvm::StringRef name);
 /// Writes an uncompressed .npz archive (what numpy.savez writes).
 llvm::Error
 writeNpz(llvm::StringRef path,

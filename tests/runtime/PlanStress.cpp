@@ -1,0 +1,254 @@
+//===- PlanStress.cpp - the runtime under concurrency, soak and reload ----===//
+//
+//   qatc-plan-stress threads PLAN [sessions] [workers] [runs]
+//     One plan, `sessions` threads each with its own session of `workers`
+//     threads, `runs` runs each on per-thread inputs; every output must equal
+//     the output of a lone one-thread session on the same input, byte for
+//     byte. Built a second time with ThreadSanitizer (qatc-plan-stress-tsan).
+//   qatc-plan-stress soak PLAN [runs] [workers]
+//     Peak resident memory (VmHWM) after 1 % of the runs and after all of
+//     them: within 5 %.
+//   qatc-plan-stress reload PLAN [cycles]
+//     Load, run and unload the plan `cycles` times: open descriptors and
+//     mappings (/proc/self/fd, /proc/self/maps) as after the first cycle,
+//     resident memory within 1 MiB.
+//
+// Inputs are deterministic pseudo-random data of each input's type. Only the
+// runtime is linked: this is what an application embedding plans does.
+//
+//===----------------------------------------------------------------------===//
+
+#include "qatc/Runtime/Runtime.h"
+
+#include <dirent.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace qatc;
+
+namespace {
+
+using Bytes = std::vector<uint8_t>;
+
+size_t tensorBytes(const plan::TensorDesc &t) {
+  return static_cast<size_t>(t.numElements()) * plan::elemSize(t.type);
+}
+
+/// Input data for run `seed`: floats in [-2, 2), integers in a small range
+/// (indices stay valid for index inputs of 0..3).
+std::vector<Bytes> makeInputs(const plan::Manifest &m, uint64_t seed) {
+  std::vector<Bytes> inputs;
+  uint64_t s = seed * 0x9e3779b97f4a7c15ULL + 1;
+  auto next = [&] {
+    s ^= s << 13;
+    s ^= s >> 7;
+    s ^= s << 17;
+    return s;
+  };
+  for (int i : m.inputs) {
+    const plan::TensorDesc &t = m.tensors[i];
+    Bytes b(tensorBytes(t));
+    for (int64_t e = 0, n = t.numElements(); e < n; ++e) {
+      uint64_t r = next();
+      switch (t.type) {
+      case plan::ElemType::F32: {
+        float v = static_cast<float>(r % 4096) / 1024.0f - 2.0f;
+        std::memcpy(&b[e * 4], &v, 4);
+        break;
+      }
+      case plan::ElemType::I32: {
+        int32_t v = static_cast<int32_t>(r % 4);
+        std::memcpy(&b[e * 4], &v, 4);
+        break;
+      }
+      case plan::ElemType::I64: {
+        int64_t v = static_cast<int64_t>(r % 4);
+        std::memcpy(&b[e * 8], &v, 8);
+        break;
+      }
+      default:
+        b[e] = static_cast<uint8_t>(r);
+      }
+    }
+    inputs.push_back(std::move(b));
+  }
+  return inputs;
+}
+
+bool runOnce(rt::Session &session, const plan::Manifest &m,
+             const std::vector<Bytes> &inputs, std::vector<Bytes> &outputs) {
+  std::vector<const void *> in;
+  for (const Bytes &b : inputs)
+    in.push_back(b.data());
+  outputs.resize(m.outputs.size());
+  std::vector<void *> out;
+  for (size_t i = 0; i < m.outputs.size(); ++i) {
+    outputs[i].assign(tensorBytes(m.tensors[m.outputs[i]]), 0);
+    out.push_back(outputs[i].data());
+  }
+  std::string error;
+  if (!session.run(in, out, error)) {
+    std::fprintf(stderr, "run failed: %s\n", error.c_str());
+    return false;
+  }
+  return true;
+}
+
+std::unique_ptr<rt::Plan> load(const char *path) {
+  std::string error;
+  auto plan = rt::Plan::load(path, error);
+  if (!plan)
+    std::fprintf(stderr, "%s\n", error.c_str());
+  return plan;
+}
+
+/// A field of /proc/self/status in KiB ("VmHWM", "VmRSS").
+long statusKiB(const char *field) {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  size_t n = std::strlen(field);
+  while (std::getline(f, line))
+    if (line.compare(0, n, field) == 0 && line[n] == ':')
+      return std::atol(line.c_str() + n + 1);
+  return -1;
+}
+
+int countOpenFds() {
+  int n = 0;
+  if (DIR *d = opendir("/proc/self/fd")) {
+    while (dirent *e = readdir(d))
+      n += e->d_name[0] != '.';
+    closedir(d);
+  }
+  return n - 1; // the directory's own descriptor
+}
+
+int countMappings() {
+  std::ifstream f("/proc/self/maps");
+  std::string line;
+  int n = 0;
+  while (std::getline(f, line))
+    ++n;
+  return n;
+}
+
+int threadsMode(const char *path, int sessions, int workers, int runs) {
+  auto plan = load(path);
+  if (!plan)
+    return 1;
+  const plan::Manifest &m = plan->manifest();
+  // Expected outputs from a lone one-thread session.
+  std::vector<std::vector<Bytes>> expected(sessions * runs);
+  {
+    rt::Session lone(*plan, 1);
+    for (int k = 0; k < sessions * runs; ++k)
+      if (!runOnce(lone, m, makeInputs(m, k % 7), expected[k]))
+        return 1;
+  }
+  std::atomic<int> mismatches{0}, failures{0};
+  std::vector<std::thread> threads;
+  for (int s = 0; s < sessions; ++s)
+    threads.emplace_back([&, s] {
+      rt::Session session(*plan, workers);
+      std::vector<Bytes> out;
+      for (int r = 0; r < runs; ++r) {
+        int k = s * runs + r;
+        if (!runOnce(session, m, makeInputs(m, k % 7), out)) {
+          ++failures;
+          return;
+        }
+        if (out != expected[k])
+          ++mismatches;
+      }
+    });
+  for (std::thread &t : threads)
+    t.join();
+  std::printf("threads: %d sessions x %d workers x %d runs on one plan: %d "
+              "of %d results differ from a lone session's, %d failed\n",
+              sessions, workers, runs, mismatches.load(), sessions * runs,
+              failures.load());
+  return mismatches || failures ? 1 : 0;
+}
+
+int soakMode(const char *path, int runs, int workers) {
+  auto plan = load(path);
+  if (!plan)
+    return 1;
+  const plan::Manifest &m = plan->manifest();
+  rt::Session session(*plan, workers);
+  std::vector<Bytes> inputs = makeInputs(m, 1), out;
+  int early = std::max(1, runs / 100);
+  long earlyPeak = 0;
+  for (int r = 0; r < runs; ++r) {
+    if (!runOnce(session, m, inputs, out))
+      return 1;
+    if (r + 1 == early)
+      earlyPeak = statusKiB("VmHWM");
+  }
+  long peak = statusKiB("VmHWM");
+  double ratio = static_cast<double>(peak) / static_cast<double>(earlyPeak);
+  std::printf("soak: peak resident memory %ld KiB after %d runs, %ld KiB "
+              "after %d runs (%.2f %%)\n",
+              earlyPeak, early, peak, runs, (ratio - 1) * 100);
+  return ratio <= 1.05 ? 0 : 1;
+}
+
+int reloadMode(const char *path, int cycles) {
+  int fds0 = 0, maps0 = 0;
+  long rss0 = 0;
+  for (int c = 0; c < cycles; ++c) {
+    {
+      auto plan = load(path);
+      if (!plan)
+        return 1;
+      rt::Session session(*plan, 2);
+      std::vector<Bytes> out;
+      if (!runOnce(session, plan->manifest(), makeInputs(plan->manifest(), c),
+                   out))
+        return 1;
+    }
+    if (c == 0) {
+      fds0 = countOpenFds();
+      maps0 = countMappings();
+      rss0 = statusKiB("VmRSS");
+    }
+  }
+  int fds = countOpenFds(), maps = countMappings();
+  long rss = statusKiB("VmRSS");
+  std::printf("reload: %d load/run/unload cycles: open descriptors %d -> %d, "
+              "mappings %d -> %d, resident %ld -> %ld KiB\n",
+              cycles, fds0, fds, maps0, maps, rss0, rss);
+  return fds == fds0 && maps == maps0 && rss - rss0 <= 1024 ? 0 : 1;
+}
+
+int arg(int argc, char **argv, int i, int fallback) {
+  return argc > i ? std::atoi(argv[i]) : fallback;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  if (argc < 3) {
+    std::fprintf(stderr, "usage: %s threads|soak|reload PLAN [counts...]\n",
+                 argv[0]);
+    return 2;
+  }
+  std::string mode = argv[1];
+  if (mode == "threads")
+    return threadsMode(argv[2], arg(argc, argv, 3, 4), arg(argc, argv, 4, 2),
+                       arg(argc, argv, 5, 20));
+  if (mode == "soak")
+    return soakMode(argv[2], arg(argc, argv, 3, 20000), arg(argc, argv, 4, 1));
+  if (mode == "reload")
+    return reloadMode(argv[2], arg(argc, argv, 3, 100));
+  std::fprintf(stderr, "unknown mode '%s'\n", mode.c_str());
+  return 2;
+}
