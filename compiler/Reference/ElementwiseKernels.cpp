@@ -773,11 +773,11 @@ Results qatc::ref::evalReduce(Operation *op, ArrayRef<Tensor> in,
       break;
     case DType::I32:
       out.mutableData<int32_t>()[o] =
-          intExact ? static_cast<int32_t>(iacc[o]) : static_cast<int32_t>(r);
+          intExact ? static_cast<int32_t>(iacc[o]) : castValue<int32_t>(r);
       break;
     default:
       out.mutableData<int64_t>()[o] =
-          intExact ? iacc[o] : static_cast<int64_t>(r);
+          intExact ? iacc[o] : castValue<int64_t>(r);
     }
   }
   return one(std::move(out));

@@ -152,27 +152,6 @@ template <typename Fn> void dispatchAll(DType type, Fn &&fn) {
   }
 }
 
-/// One ONNX Cast: floats to integers truncate toward zero (saturating
-/// instead of undefined behaviour out of range, NaN to 0), to bool is != 0,
-/// integer to integer wraps like numpy's astype.
-template <typename To, typename From> To castValue(From v) {
-  if constexpr (std::is_same_v<To, bool>) {
-    return v != From(0);
-  } else if constexpr (std::is_floating_point_v<From> &&
-                       std::is_integral_v<To>) {
-    if (std::isnan(v))
-      return To(0);
-    double t = std::trunc(static_cast<double>(v));
-    if (t <= static_cast<double>(std::numeric_limits<To>::lowest()))
-      return std::numeric_limits<To>::lowest();
-    if (t >= static_cast<double>(std::numeric_limits<To>::max()))
-      return std::numeric_limits<To>::max();
-    return static_cast<To>(t);
-  } else {
-    return static_cast<To>(v);
-  }
-}
-
 } // namespace
 
 double qatc::ref::halfToDouble(uint16_t h) {

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Feeds corrupted models to `qatc import`: it must fail cleanly, never crash.
+"""Feeds corrupted models to `qatc import` (or `qatc compile`): it must fail
+cleanly, never crash or hang.
 
 Deterministic mutations of real models (the bundled digits example and a few
 ONNX text models): truncation at many lengths, random byte flips, and
@@ -110,9 +111,12 @@ def main():
     ap.add_argument("--model", required=True)
     ap.add_argument("--work", required=True)
     ap.add_argument("--count", type=int, default=300)
+    ap.add_argument("--command", default="import", choices=["import", "compile"],
+                    help="what to run on each model (compile writes a plan)")
+    ap.add_argument("--seed", type=int, default=1234)
     args = ap.parse_args()
     os.makedirs(args.work, exist_ok=True)
-    rng = random.Random(1234)
+    rng = random.Random(args.seed)
     data = open(args.model, "rb").read()
     model = onnx.load_from_string(data)
     cases = list(mutations(data, rng, args.count)) + semantic_mutations(model, rng)
@@ -122,8 +126,15 @@ def main():
         path = os.path.join(args.work, name + ".onnx")
         with open(path, "wb") as f:
             f.write(blob)
-        p = subprocess.run([args.qatc, "import", path], capture_output=True, text=True,
-                           errors="replace")
+        cmd = [args.qatc, args.command, path]
+        if args.command == "compile":
+            cmd += ["-o", os.path.join(args.work, "out.plan")]
+        try:
+            p = subprocess.run(cmd, capture_output=True, text=True,
+                               errors="replace", timeout=300)
+        except subprocess.TimeoutExpired:
+            failures.append(f"{name}: hung (over 300 s)")
+            continue
         if p.returncode not in (0, 1):
             failures.append(f"{name}: exit {p.returncode}\n{p.stderr[-2000:]}")
         elif p.returncode == 1 and "error:" not in p.stderr:
@@ -135,7 +146,8 @@ def main():
             os.remove(path)
     for f in failures:
         print("FAIL:", f)
-    print(f"corrupted models: {len(cases)} runs, {outcomes[1]} rejected with an error, "
+    print(f"corrupted models ({args.command}): {len(cases)} runs, "
+          f"{outcomes[1]} rejected with an error, "
           f"{outcomes[0]} still importable, {len(failures)} crashes")
     return 1 if failures else 0
 

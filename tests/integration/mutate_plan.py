@@ -216,7 +216,9 @@ def main():
         with open(path, "wb") as f:
             f.write(blob)
         tested += 1
-        for cmd in (["run", path, "--input", args.input], ["inspect", path]):
+        dump = os.path.join(args.work, "dump")
+        for cmd in (["run", path, "--input", args.input, "--dump-tensors",
+                     dump], ["inspect", path]):
             try:
                 p = subprocess.run([args.qatc, *cmd], capture_output=True,
                                    text=True, errors="replace", timeout=60)

@@ -13,9 +13,12 @@
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
 
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
+#include <type_traits>
 
 namespace qatc::ref {
 
@@ -78,6 +81,27 @@ uint16_t doubleToHalf(double d);
 
 /// Rows [first, first + count) of `t` along axis 0 (a copy).
 Tensor sliceRows(const Tensor &t, int64_t first, int64_t count);
+
+/// One ONNX Cast: floats to integers truncate toward zero (saturating
+/// instead of undefined behaviour out of range, NaN to 0), to bool is != 0,
+/// integer to integer wraps like numpy's astype.
+template <typename To, typename From> To castValue(From v) {
+  if constexpr (std::is_same_v<To, bool>) {
+    return v != From(0);
+  } else if constexpr (std::is_floating_point_v<From> &&
+                       std::is_integral_v<To>) {
+    if (std::isnan(v))
+      return To(0);
+    double t = std::trunc(static_cast<double>(v));
+    if (t <= static_cast<double>(std::numeric_limits<To>::lowest()))
+      return std::numeric_limits<To>::lowest();
+    if (t >= static_cast<double>(std::numeric_limits<To>::max()))
+      return std::numeric_limits<To>::max();
+    return static_cast<To>(t);
+  } else {
+    return static_cast<To>(v);
+  }
+}
 
 /// Converts every element to `to` with ONNX Cast semantics (float to integer
 /// truncates toward zero, to bool is `!= 0`).
