@@ -258,6 +258,12 @@ std::unique_ptr<Plan> Plan::verify(std::unique_ptr<Plan> p,
   p->weights_ = bytes + h.weightsOffset;
   if (!options.checkCode)
     return p;
+  if (plan::codeDigest(bytes + h.codeOffset, h.codeSize) !=
+      p->manifest_.codeDigest)
+    return fail("corrupt plan: manifest line " +
+                std::to_string(p->manifest_.codeLine) +
+                ": the code segment does not match its digest (the code was "
+                "modified after qatc wrote it)");
   void *library = loadSharedObject(bytes + h.codeOffset, h.codeSize, why);
   if (!library)
     return fail(why);

@@ -117,6 +117,25 @@ bool parseDouble(const std::string &s, double &v) {
   return !*end && std::isfinite(v);
 }
 
+std::string hex16(uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof(buf), "%016" PRIx64, v);
+  return buf;
+}
+
+bool parseHex16(const std::string &s, uint64_t &v) {
+  if (s.size() != 16)
+    return false;
+  v = 0;
+  for (char c : s) {
+    if (!std::isxdigit(static_cast<unsigned char>(c)) ||
+        std::isupper(static_cast<unsigned char>(c)))
+      return false;
+    v = v << 4 | static_cast<uint64_t>(std::isdigit(c) ? c - '0' : c - 'a' + 10);
+  }
+  return true;
+}
+
 /// a * b into `out` unless it exceeds `limit` (or overflows).
 bool mulWithin(int64_t a, int64_t b, int64_t limit, int64_t &out) {
   return !__builtin_mul_overflow(a, b, &out) && out >= 0 && out <= limit;
@@ -286,6 +305,11 @@ int64_t TensorDesc::storedElements() const {
   return numElements() / (shape[1] ? shape[1] : 1) * channelStride;
 }
 
+uint64_t codeDigest(const uint8_t *code, size_t size) {
+  // The file checksum's hash, seeded differently.
+  return checksum(code, size, 0, 0) ^ 0x636f646564696765ULL;
+}
+
 std::string tensorRecord(const TensorDesc &t) {
   char buf[64];
   std::snprintf(buf, sizeof(buf), "%.17g", t.scale);
@@ -311,7 +335,8 @@ uint64_t interfaceDigest(const Manifest &m) {
 std::string writeManifest(const Manifest &m) {
   std::string out = "qatc-plan-manifest " + std::to_string(kFormatVersion) +
                     "\ncompiler " + encode(m.compiler) + "\ntarget " +
-                    encode(m.target) + "\narena " +
+                    encode(m.target) + "\ncode " + hex16(m.codeDigest) +
+                    "\narena " +
                     std::to_string(m.arenaBytes) + "\n";
   for (size_t i = 0; i < m.tensors.size(); ++i)
     out +=
@@ -422,6 +447,10 @@ bool parseManifest(const std::string &text, Manifest &m, std::string &error) {
     if ((kind == "compiler" || kind == "target") && tok.size() == 2) {
       if (!decode(tok[1], kind == "compiler" ? m.compiler : m.target))
         return fail("bad text");
+    } else if (kind == "code" && tok.size() == 2) {
+      if (m.codeLine || !parseHex16(tok[1], m.codeDigest))
+        return fail("bad code digest");
+      m.codeLine = lineNo;
     } else if (kind == "arena" && tok.size() == 2) {
       // Tensors are checked against it as they come.
       if (sawArena || !m.tensors.empty() || !parseU64(tok[1], m.arenaBytes) ||
@@ -489,6 +518,8 @@ bool parseManifest(const std::string &text, Manifest &m, std::string &error) {
     return fail("empty manifest");
   if (!sawArena)
     return fail("no arena");
+  if (!m.codeLine)
+    return fail("no code digest");
   if (m.inputs.empty() || m.outputs.empty())
     return fail("no inputs or outputs");
   return true;

@@ -65,7 +65,9 @@ std::vector<uint8_t> qatc::codegen::writePlan(
     return (x + plan::kSegmentAlign - 1) / plan::kSegmentAlign *
            plan::kSegmentAlign;
   };
-  std::string text = plan::writeManifest(manifest);
+  plan::Manifest withDigest = manifest;
+  withDigest.codeDigest = plan::codeDigest(code.data(), code.size());
+  std::string text = plan::writeManifest(withDigest);
   plan::PlanHeader h;
   std::memset(&h, 0, sizeof(h));
   std::memcpy(h.magic, plan::kMagic, sizeof(h.magic));

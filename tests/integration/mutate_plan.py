@@ -2,7 +2,8 @@
 """Feeds edited plans to `qatc run` and `qatc inspect`: each must run or
 refuse with a one-line message, never crash, hang or exit silently.
 
-The edits are those a checksum cannot stop: the manifest is edited (a token
+The edits are those a checksum cannot stop: the code or weights bytes are
+changed, the manifest is edited (a token
 truncated, replaced by a huge, negative, non-finite or malformed number, an
 unknown type name, another token of the manifest; lines deleted, doubled,
 swapped or blanked; tokens dropped or added) or a header field is changed,
@@ -155,6 +156,10 @@ TARGETED = [
         t, "tensor 1 ", field(10, "nan")), "malformed tensor"),
     ("an input listed twice", lambda t: t.replace(
         "\ninput 0", "\ninput 0\ninput 0"), "listed twice"),
+    ("another code digest", lambda t: replace_line(
+        t, "code ", field(1, "0123456789abcdef")), "does not match its digest"),
+    ("no code digest", lambda t: replace_line(t, "code ", lambda l: ""),
+     "no code digest"),
 ]
 
 
@@ -162,9 +167,17 @@ def targeted(args, h, manifest, weights, code, path):
     """Each TARGETED edit gets its message from `qatc run`; returns the
     failures."""
     failures = []
-    for name, edit, expect in TARGETED:
+    # The code itself edited: never handed to the dynamic loader.
+    flipped = bytearray(code)
+    flipped[len(code) // 2] ^= 0x40
+    cases = [(name, join_plan(h, edit(manifest), weights, code), expect)
+             for name, edit, expect in TARGETED]
+    cases.append(("a code byte changed",
+                  join_plan(h, manifest, weights, bytes(flipped)),
+                  "does not match its digest"))
+    for name, blob, expect in cases:
         with open(path, "wb") as f:
-            f.write(join_plan(h, edit(manifest), weights, code))
+            f.write(blob)
         p = subprocess.run([args.qatc, "run", path, "--input", args.input],
                            capture_output=True, text=True, timeout=60)
         err = p.stderr.strip()
@@ -205,6 +218,15 @@ def main():
             edit, field = edit_header(rng)
             blob = join_plan(h, manifest, weights, code, edit)
             label = f"header field {field}"
+        elif n % 7 == 6:
+            # Code or weights bytes changed; the checksum recomputed.
+            seg = bytearray(code if n % 2 else weights)
+            for _ in range(rng.randrange(1, 8)):
+                if seg:
+                    seg[rng.randrange(len(seg))] = rng.randrange(256)
+            blob = (join_plan(h, manifest, weights, bytes(seg)) if n % 2 else
+                    join_plan(h, manifest, bytes(seg), code))
+            label = "code edit" if n % 2 else "weights edit"
         else:
             text = manifest
             for _ in range(rng.choice([1, 1, 1, 2, 3])):

@@ -126,6 +126,11 @@ struct Manifest {
   std::string target; ///< "avx512vnni", "avxvnni", "avx2", "generic"
   uint64_t arenaBytes = 0;
   int arenaLine = 0; ///< the manifest line of arenaBytes (errors)
+  /// codeDigest() of the code segment, checked before the code is loaded:
+  /// code bytes changed (and the file checksum recomputed) never reach the
+  /// dynamic loader.
+  uint64_t codeDigest = 0;
+  int codeLine = 0;
   std::vector<TensorDesc> tensors;
   std::vector<int> inputs, outputs; ///< graph I/O, indices into tensors
   std::vector<LayerDesc> layers;
@@ -168,6 +173,8 @@ enum CodeRecordWord {
 /// shapes, layouts, places and quantization): what the runtime writes and
 /// reads for the caller, and what the code was compiled to find.
 uint64_t interfaceDigest(const Manifest &m);
+/// The digest of a code segment that Manifest::codeDigest records.
+uint64_t codeDigest(const uint8_t *code, size_t size);
 /// The manifest's record of tensor `t` as text (its line without "tensor").
 std::string tensorRecord(const TensorDesc &t);
 
