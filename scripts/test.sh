@@ -35,6 +35,6 @@ log="$build_dir/Testing/Temporary/LastTest.log"
 if [[ -f "$log" ]]; then
   echo
   echo "== summary"
-  grep -hE "^(ONNX node tests|ONNX node conformance|ORT differential|export round trip|generated models|corrupted models|qat lowering|qatc quantize|qat-ops|   identical top-1|   within 1 point|  Passed|Total Discovered Tests)" "$log" || true
+  grep -hE "^(fuzz-[a-z-]+: [0-9]|soak: |reload: |threads: |edited plans: |ONNX node tests|ONNX node conformance|ORT differential|export round trip|generated models|corrupted models|qat lowering|qatc quantize|qat-ops|   identical top-1|   within 1 point|  Passed|Total Discovered Tests)" "$log" || true
   echo "unit tests: $(ctest --test-dir "$build_dir" -N | grep -cE 'Test +#[0-9]+: [A-Za-z]+[.][A-Za-z]') GoogleTest cases"
 fi
