@@ -47,6 +47,10 @@ int qatc_plan_load(const char *path, qatc_plan **plan, char *err,
 
 void qatc_plan_free(qatc_plan *plan) { delete plan; }
 
+const char *qatc_plan_target(const qatc_plan *plan) {
+  return plan ? plan->plan->manifest().target.c_str() : "";
+}
+
 size_t qatc_plan_num_inputs(const qatc_plan *plan) {
   return plan ? plan->plan->manifest().inputs.size() : 0;
 }

@@ -172,6 +172,12 @@ std::unique_ptr<Plan> Plan::load(const std::string &path, std::string &error,
     error = path + ": cannot map: " + std::strerror(errno);
     return nullptr;
   }
+  if (plan::isMultiPlan(static_cast<const uint8_t *>(map), size)) {
+    auto p = fromMultiPlan(static_cast<const uint8_t *>(map), size, path, error,
+                           options);
+    munmap(map, size);
+    return p;
+  }
   std::unique_ptr<Plan> p(new Plan());
   p->mapping_ = map;
   p->mappingSize_ = size;
@@ -187,6 +193,8 @@ std::unique_ptr<Plan> Plan::fromBytes(const uint8_t *data, size_t size,
             " bytes, shorter than the header)";
     return nullptr;
   }
+  if (plan::isMultiPlan(data, size))
+    return fromMultiPlan(data, size, name, error, options);
   void *map = mmap(nullptr, size, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (map == MAP_FAILED) {
@@ -200,6 +208,83 @@ std::unique_ptr<Plan> Plan::fromBytes(const uint8_t *data, size_t size,
   return verify(std::move(p), name, error, options);
 }
 
+std::unique_ptr<Plan> Plan::fromMultiPlan(const uint8_t *data, size_t size,
+                                          const std::string &name,
+                                          std::string &error,
+                                          const LoadOptions &options) {
+  std::vector<plan::PathDesc> paths;
+  std::vector<plan::SegmentEntry> segments;
+  std::string why;
+  if (!plan::parseMultiPlan(data, size, options.verifyChecksum, paths, segments,
+                            why)) {
+    error = name + ": " + why;
+    return nullptr;
+  }
+  std::string want = options.isa;
+  if (const char *env = std::getenv("QATC_ISA"); want.empty() && env)
+    want = env;
+  std::string held;
+  for (const plan::PathDesc &p : paths)
+    held += (held.empty() ? "" : ", ") + p.target;
+  uint64_t host = plan::hostFeatures();
+  int chosen = -1;
+  for (size_t i = 0; i < paths.size() && chosen < 0; ++i)
+    if (want.empty() ? (paths[i].cpuFeatures & ~host) == 0
+                     : paths[i].target == want)
+      chosen = static_cast<int>(i);
+  if (chosen < 0 && !want.empty()) {
+    error = name + ": the plan has no code path '" + want + "' (it holds " +
+            held + ")";
+    return nullptr;
+  }
+  if (chosen < 0 && options.runnable) {
+    error = name + ": this CPU lacks what every code path of the plan needs (";
+    for (size_t i = 0; i < paths.size(); ++i)
+      error += (i ? "; " : "") + paths[i].target + " needs " +
+               plan::featureNames(paths[i].cpuFeatures & ~host);
+    error += "); recompile with --target-cpu matching this machine";
+    return nullptr;
+  }
+  // Described, not run: the best path stands for the plan.
+  chosen = std::max(chosen, 0);
+  const plan::PathDesc &path = paths[chosen];
+  if (uint64_t lacks = path.cpuFeatures & ~host; lacks && options.runnable) {
+    error = name + ": code path " + path.target + " needs " +
+            plan::featureNames(lacks) + ", which this CPU lacks";
+    for (const plan::PathDesc &p : paths)
+      if ((p.cpuFeatures & ~host) == 0) {
+        error += " (without " +
+                 std::string(options.isa.empty() ? "QATC_ISA" : "the choice") +
+                 " the plan runs " + p.target + ")";
+        break;
+      }
+    return nullptr;
+  }
+  void *map = mmap(nullptr, path.planBytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (map == MAP_FAILED) {
+    error = name + ": cannot map: " + std::strerror(errno);
+    return nullptr;
+  }
+  plan::assemblePath(data, path, segments, static_cast<uint8_t *>(map));
+  std::unique_ptr<Plan> p(new Plan());
+  p->mapping_ = map;
+  p->mappingSize_ = path.planBytes;
+  std::string label = name + ": code path " + path.target;
+  p = verify(std::move(p), label, error, options);
+  if (!p)
+    return nullptr;
+  if (p->manifest_.target != path.target) {
+    error = label + ": corrupt plan: the path is named " + path.target +
+            ", its manifest's target is " + p->manifest_.target;
+    return nullptr;
+  }
+  p->paths_ = std::move(paths);
+  p->pathIndex_ = chosen;
+  p->fileBytes_ = size;
+  return p;
+}
+
 std::unique_ptr<Plan> Plan::verify(std::unique_ptr<Plan> p,
                                    const std::string &name, std::string &error,
                                    const LoadOptions &options) {
@@ -208,6 +293,7 @@ std::unique_ptr<Plan> Plan::verify(std::unique_ptr<Plan> p,
     return nullptr;
   };
   size_t size = p->mappingSize_;
+  p->fileBytes_ = size;
   const auto *bytes = static_cast<const uint8_t *>(p->mapping_);
   plan::PlanHeader &h = p->header_;
   std::memcpy(&h, bytes, sizeof(h));

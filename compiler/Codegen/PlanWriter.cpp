@@ -51,10 +51,41 @@ bool qatc::codegen::resolveTarget(const std::string &name, Target &t,
     t.cpu = "x86-64";
   } else {
     error = "unknown --target-cpu '" + name +
-            "' (choose host, avx512vnni, avxvnni, avx2 or generic)";
+            "' (choose host, avx512vnni, avxvnni, avx2, generic, a "
+            "comma-separated list of them or " +
+            kMultiTargetName + ")";
     return false;
   }
   t.name = which;
+  return true;
+}
+
+bool qatc::codegen::resolveTargets(const std::string &name,
+                                   std::vector<Target> &targets,
+                                   std::string &error) {
+  targets.clear();
+  std::string list =
+      name == kMultiTargetName ? "avx512vnni,avxvnni,avx2,generic" : name;
+  size_t at = 0;
+  do {
+    size_t comma = list.find(',', at);
+    std::string one = list.substr(
+        at, comma == std::string::npos ? std::string::npos : comma - at);
+    at = comma == std::string::npos ? list.size() + 1 : comma + 1;
+    Target t;
+    if (one.empty() && list.find(',') != std::string::npos) {
+      error = "--target-cpu '" + name + "' has an empty entry";
+      return false;
+    }
+    if (!resolveTarget(one, t, error))
+      return false;
+    for (const Target &u : targets)
+      if (u.name == t.name) {
+        error = "--target-cpu '" + name + "' names " + t.name + " twice";
+        return false;
+      }
+    targets.push_back(t);
+  } while (at <= list.size());
   return true;
 }
 

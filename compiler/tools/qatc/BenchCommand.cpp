@@ -133,6 +133,7 @@ int qatc::driver::runBench() {
     llvm::json::OStream j(llvm::outs(), 2);
     j.object([&] {
       j.attribute("plan", planPath);
+      j.attribute("target", m.target);
       j.attribute("threads", session.threads());
       j.attribute("iterations", static_cast<int64_t>(times.size()));
       j.attribute("median_ms", median);
@@ -162,10 +163,15 @@ int qatc::driver::runBench() {
     llvm::outs() << "\n";
     return 0;
   }
-  llvm::outs() << planPath << ": " << times.size() << " runs on "
-               << session.threads() << " thread(s): median "
-               << llvm::format("%.3f", median) << " ms, p90 "
-               << llvm::format("%.3f", p90) << " ms\n";
+  llvm::outs() << planPath << " (" << m.target
+               << (plan->paths().size() > 1
+                       ? ", code path " +
+                             std::to_string(plan->pathIndex() + 1) + " of " +
+                             std::to_string(plan->paths().size())
+                       : std::string())
+               << "): " << times.size() << " runs on " << session.threads()
+               << " thread(s): median " << llvm::format("%.3f", median)
+               << " ms, p90 " << llvm::format("%.3f", p90) << " ms\n";
   llvm::outs() << fmt::format("{:<44} {:<17} {:<26} {:>9} {:>6} {:>8} {:>7}\n",
                               "node", "op", "kernel", "ms", "%time", "GOPS",
                               "%peak");

@@ -1,7 +1,8 @@
 //===- CompileCommand.cpp - `qatc compile` --------------------------------===//
 //
 //   qatc compile m.onnx -o m.plan [--target-cpu host|avx512vnni|avxvnni|
-//        avx2|generic] [--emit=onnx|qat|kernels|llvm|asm|plan]
+//        avx2|generic|x86-64-multi|<comma-separated list>]
+//        [--emit=onnx|qat|kernels|llvm|asm|plan]
 //        [--precision-report r.{txt,csv,json}] [--precision-override FILE]
 //        [--trt-compat] [--print-pipeline]
 //
@@ -53,7 +54,9 @@ cl::opt<std::string> outputPath(
 cl::opt<std::string> targetCpu(
     "target-cpu",
     cl::desc("Instruction set of the code: host (default), avx512vnni, "
-             "avxvnni, avx2 or generic"),
+             "avxvnni, avx2 or generic; a comma-separated list or "
+             "x86-64-multi (all four) writes a multi-path plan whose "
+             "runtime runs the best path the CPU has"),
     cl::value_desc("name"), cl::init("host"),
     cl::sub(qatc::driver::compileCommand));
 cl::opt<std::string> reportPath(
@@ -108,10 +111,17 @@ int qatc::driver::runCompile() {
                  << " is not one of plan, onnx, qat, kernels, llvm, asm\n";
     return 2;
   }
-  codegen::Target target;
+  std::vector<codegen::Target> targets;
   std::string error;
-  if (!codegen::resolveTarget(targetCpu, target, error)) {
+  if (!codegen::resolveTargets(targetCpu, targets, error)) {
     llvm::errs() << "qatc compile: " << error << "\n";
+    return 2;
+  }
+  if (targets.size() > 1 &&
+      (what == "kernels" || what == "llvm" || what == "asm")) {
+    llvm::errs() << "qatc compile: --emit=" << what
+                 << " prints the code of one target; --target-cpu " << targetCpu
+                 << " names " << targets.size() << "\n";
     return 2;
   }
   using Clock = std::chrono::steady_clock;
@@ -161,37 +171,56 @@ int qatc::driver::runCompile() {
     os << "\n";
     return writeText(text);
   }
-  stage("lowering to layer functions");
-  codegen::LoweredGraph graph;
-  if (failed(codegen::lowerGraph(ref::getMainFunction(*module), target, graph)))
-    return 1;
-  if (what == "kernels") {
-    OpPrintingFlags printing;
-    printing.enableDebugInfo(/*enable=*/true, /*prettyForm=*/true);
-    std::string text;
-    llvm::raw_string_ostream os(text);
-    graph.kernels->print(os, printing);
-    os << "\n";
-    return writeText(text);
+  // One plan per target, from the same qat graph; several become one
+  // multi-path plan.
+  std::vector<std::vector<uint8_t>> plans;
+  size_t layers = 0, weightsBytes = 0, codeBytes = 0, arenaBytes = 0;
+  for (const codegen::Target &target : targets) {
+    std::string which =
+        targets.size() > 1 ? " (code path " + std::to_string(plans.size() + 1) +
+                                 " of " + std::to_string(targets.size()) + ")"
+                           : "";
+    stage("lowering to layer functions for " + target.name + which);
+    codegen::LoweredGraph graph;
+    if (failed(
+            codegen::lowerGraph(ref::getMainFunction(*module), target, graph)))
+      return 1;
+    if (what == "kernels") {
+      OpPrintingFlags printing;
+      printing.enableDebugInfo(/*enable=*/true, /*prettyForm=*/true);
+      std::string text;
+      llvm::raw_string_ostream os(text);
+      graph.kernels->print(os, printing);
+      os << "\n";
+      return writeText(text);
+    }
+    stage("compiling " + llvm::Twine(graph.manifest.layers.size()) +
+          " layers with LLVM for " + target.name);
+    std::vector<uint8_t> code;
+    codegen::KernelOutput kind = what == "llvm" ? codegen::KernelOutput::LLVMIR
+                                 : what == "asm"
+                                     ? codegen::KernelOutput::Assembly
+                                     : codegen::KernelOutput::SharedObject;
+    if (failed(codegen::compileKernels(*graph.kernels, target, kind,
+                                       graph.manifest, graph.weights.size(),
+                                       code, error))) {
+      llvm::errs() << modelPath << ": error: " << error << "\n";
+      return 1;
+    }
+    if (kind != codegen::KernelOutput::SharedObject)
+      return writeText(llvm::StringRef(
+          reinterpret_cast<const char *>(code.data()), code.size()));
+    plans.push_back(
+        codegen::writePlan(graph.manifest, graph.weights, code, target));
+    layers = graph.manifest.layers.size();
+    weightsBytes += graph.weights.size();
+    codeBytes += code.size();
+    arenaBytes = std::max<size_t>(arenaBytes, graph.manifest.arenaBytes);
   }
-  stage("compiling " + llvm::Twine(graph.manifest.layers.size()) +
-        " layers with LLVM for " + target.name);
-  std::vector<uint8_t> code;
-  codegen::KernelOutput kind = what == "llvm" ? codegen::KernelOutput::LLVMIR
-                               : what == "asm"
-                                   ? codegen::KernelOutput::Assembly
-                                   : codegen::KernelOutput::SharedObject;
-  if (failed(codegen::compileKernels(*graph.kernels, target, kind,
-                                     graph.manifest, graph.weights.size(), code,
-                                     error))) {
-    llvm::errs() << modelPath << ": error: " << error << "\n";
-    return 1;
-  }
-  if (kind != codegen::KernelOutput::SharedObject)
-    return writeText(llvm::StringRef(
-        reinterpret_cast<const char *>(code.data()), code.size()));
   std::vector<uint8_t> bytes =
-      codegen::writePlan(graph.manifest, graph.weights, code, target);
+      plans.size() == 1
+          ? std::move(plans[0])
+          : plan::writeMultiPlan(plans, codegen::compilerVersion());
   std::string path = outputPath;
   if (path.empty() || path == "-") {
     llvm::SmallString<128> p(modelPath.getValue());
@@ -208,10 +237,20 @@ int qatc::driver::runCompile() {
     }
     os.write(reinterpret_cast<const char *>(bytes.data()), bytes.size());
   }
+  if (targets.size() == 1) {
+    stage("wrote " + path + " (" + llvm::Twine(bytes.size() / 1024) +
+          " KiB: " + llvm::Twine(layers) + " layers, weights " +
+          llvm::Twine(weightsBytes / 1024) + " KiB, code " +
+          llvm::Twine(codeBytes / 1024) + " KiB, arena " +
+          llvm::Twine(arenaBytes / 1024) + " KiB)");
+    return 0;
+  }
+  // What the paths share: the file against the sum of its plans.
+  size_t separate = 0;
+  for (const std::vector<uint8_t> &p : plans)
+    separate += p.size();
   stage("wrote " + path + " (" + llvm::Twine(bytes.size() / 1024) +
-        " KiB: " + llvm::Twine(graph.manifest.layers.size()) +
-        " layers, weights " + llvm::Twine(graph.weights.size() / 1024) +
-        " KiB, code " + llvm::Twine(code.size() / 1024) + " KiB, arena " +
-        llvm::Twine(graph.manifest.arenaBytes / 1024) + " KiB)");
+        " KiB: " + llvm::Twine(targets.size()) + " code paths, " +
+        llvm::Twine(separate / 1024) + " KiB as separate plans)");
   return 0;
 }

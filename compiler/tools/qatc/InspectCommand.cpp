@@ -1,10 +1,13 @@
 //===- InspectCommand.cpp - `qatc inspect` --------------------------------===//
 //
-//   qatc inspect m.plan [--json]
+//   qatc inspect m.plan [--json] [--isa NAME [-o path.plan]]
 //
 // What a plan holds: target and required CPU features, inputs and outputs
 // (with quantization), layers (ONNX node, precision, kernel and tile, MACs)
 // and the memory plan. The plan is verified (checksum, features) first.
+// A multi-path plan lists its code paths and which one this CPU runs, then
+// describes that one (or the one --isa names); -o writes it out as a plan
+// of its own.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,6 +16,7 @@
 
 #include "llvm/Support/Format.h"
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
 
 #include <fmt/format.h>
 
@@ -29,6 +33,51 @@ cl::SubCommand &sub = qatc::driver::inspectCommand;
 cl::opt<std::string> planPath(cl::Positional, cl::desc("<model.plan>"),
                               cl::Required, cl::sub(sub));
 cl::opt<bool> json("json", cl::desc("Print JSON"), cl::sub(sub));
+cl::opt<std::string> isa("isa",
+                         cl::desc("The code path of a multi-path plan to "
+                                  "describe (default: the one this CPU runs)"),
+                         cl::value_desc("target"), cl::sub(sub));
+cl::opt<std::string> extractPath(
+    "o",
+    cl::desc("Write the described code path of a multi-path plan to this "
+             "file as a single-path plan"),
+    cl::value_desc("file"), cl::sub(sub));
+
+/// Writes the loaded path of a multi-path plan as a plan of its own.
+int extract(const std::string &from, const rt::Plan &loaded,
+            const std::string &to) {
+  std::string error;
+  std::unique_ptr<llvm::MemoryBuffer> file;
+  if (auto b = llvm::MemoryBuffer::getFile(from, /*IsText=*/false,
+                                           /*RequiresNullTerminator=*/false))
+    file = std::move(*b);
+  if (!file) {
+    llvm::errs() << "qatc inspect: " << from << ": cannot read\n";
+    return 1;
+  }
+  const auto *data = reinterpret_cast<const uint8_t *>(file->getBufferStart());
+  std::vector<plan::PathDesc> paths;
+  std::vector<plan::SegmentEntry> segments;
+  if (!plan::parseMultiPlan(data, file->getBufferSize(), true, paths, segments,
+                            error)) {
+    llvm::errs() << "qatc inspect: " << from << ": " << error << "\n";
+    return 1;
+  }
+  const plan::PathDesc &path = paths[loaded.pathIndex()];
+  std::vector<uint8_t> bytes(path.planBytes, 0);
+  plan::assemblePath(data, path, segments, bytes.data());
+  std::error_code ec;
+  llvm::raw_fd_ostream os(to, ec);
+  if (ec) {
+    llvm::errs() << "qatc inspect: cannot write " << to << ": " << ec.message()
+                 << "\n";
+    return 1;
+  }
+  os.write(reinterpret_cast<const char *>(bytes.data()), bytes.size());
+  llvm::errs() << "wrote code path " << path.target << " to " << to << " ("
+               << bytes.size() << " bytes)\n";
+  return 0;
+}
 
 } // namespace
 
@@ -37,11 +86,33 @@ int qatc::driver::runInspect() {
   // Described, not run: a plan for another CPU is shown too.
   rt::Plan::LoadOptions describe;
   describe.runnable = false;
+  describe.isa = isa;
   auto plan = rt::Plan::load(planPath, error, describe);
   if (!plan) {
     llvm::errs() << "qatc inspect: " << error << "\n";
     return 1;
   }
+  const std::vector<plan::PathDesc> &paths = plan->paths();
+  if (!isa.empty() && paths.empty()) {
+    llvm::errs() << "qatc inspect: " << planPath
+                 << ": --isa: the plan holds one code path ("
+                 << plan->manifest().target << ")\n";
+    return 1;
+  }
+  if (!extractPath.empty()) {
+    if (paths.empty()) {
+      llvm::errs() << "qatc inspect: " << planPath
+                   << ": -o: the plan holds one code path already\n";
+      return 1;
+    }
+    return extract(planPath, *plan, extractPath);
+  }
+  uint64_t host = plan::hostFeatures();
+  // The first path this CPU runs (what Plan::load takes without --isa).
+  int runs = -1;
+  for (size_t i = 0; i < paths.size() && runs < 0; ++i)
+    if ((paths[i].cpuFeatures & ~host) == 0)
+      runs = static_cast<int>(i);
   const plan::Manifest &m = plan->manifest();
   const plan::PlanHeader &h = plan->header();
   std::map<std::string, int> kernels, precisions;
@@ -65,6 +136,26 @@ int qatc::driver::runInspect() {
     llvm::json::OStream j(llvm::outs(), 2);
     j.object([&] {
       j.attribute("format_version", static_cast<int64_t>(h.formatVersion));
+      if (!paths.empty()) {
+        j.attribute("path", m.target);
+        j.attribute("file_bytes", plan->fileBytes());
+        j.attributeArray("paths", [&] {
+          for (size_t i = 0; i < paths.size(); ++i)
+            j.object([&] {
+              const plan::PathDesc &p = paths[i];
+              j.attribute("target", p.target);
+              j.attribute("required_features",
+                          plan::featureNames(p.cpuFeatures));
+              j.attribute("runs_here", (p.cpuFeatures & ~host) == 0);
+              j.attribute("chosen_here", static_cast<int>(i) == runs);
+              j.attribute("plan_bytes", p.planBytes);
+              j.attribute("weights_segment",
+                          static_cast<int64_t>(p.weightsSegment));
+              j.attribute("weights_bytes", p.weightsBytes);
+              j.attribute("code_bytes", p.codeBytes);
+            });
+        });
+      }
       j.attribute("compiler", h.compilerVersion);
       j.attribute("target", m.target);
       j.attribute("required_features", plan::featureNames(h.cpuFeatures));
@@ -112,6 +203,27 @@ int qatc::driver::runInspect() {
     });
     llvm::outs() << "\n";
     return 0;
+  }
+  if (!paths.empty()) {
+    llvm::outs() << planPath << ": qatc multi-path plan by "
+                 << h.compilerVersion << ", " << plan->fileBytes() << " bytes, "
+                 << paths.size() << " code paths (best first):\n";
+    for (size_t i = 0; i < paths.size(); ++i) {
+      const plan::PathDesc &p = paths[i];
+      uint64_t lacks = p.cpuFeatures & ~host;
+      std::string status =
+          static_cast<int>(i) == runs ? "  <- this CPU runs it"
+          : lacks ? "  (this CPU lacks " + plan::featureNames(lacks) + ")"
+                  : "";
+      llvm::outs() << fmt::format("  {:<11} requires {:<52} weights #{} {:>9} "
+                                  "bytes, code {:>8} bytes{}\n",
+                                  p.target, plan::featureNames(p.cpuFeatures),
+                                  p.weightsSegment, p.weightsBytes, p.codeBytes,
+                                  status);
+    }
+    if (runs < 0)
+      llvm::outs() << "  this CPU runs none of them\n";
+    llvm::outs() << "code path " << m.target << ":\n";
   }
   llvm::outs() << planPath << ": qatc plan v" << h.formatVersion << " by "
                << h.compilerVersion << ", " << h.fileSize << " bytes\n"

@@ -40,6 +40,15 @@ struct Target {
 /// "avx2" or "generic". Returns false with `error` set on an unknown name.
 bool resolveTarget(const std::string &name, Target &target, std::string &error);
 
+/// The targets of a multi-path plan, best first: every x86-64 code path.
+inline constexpr const char *kMultiTargetName = "x86-64-multi";
+/// Resolves a `--target-cpu` that may name several code paths: one target,
+/// a comma-separated list ("avx512vnni,avx2") or x86-64-multi (avx512vnni,
+/// avxvnni, avx2, generic). Paths are kept in the order given (the runtime
+/// takes the first one the CPU runs); a target named twice is an error.
+bool resolveTargets(const std::string &name, std::vector<Target> &targets,
+                    std::string &error);
+
 /// The lowered graph: the layer functions, the packed weights and the
 /// manifest (offsets into the arena and weights are final).
 struct LoweredGraph {

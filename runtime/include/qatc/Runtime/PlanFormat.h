@@ -178,6 +178,81 @@ uint64_t codeDigest(const uint8_t *code, size_t size);
 /// The manifest's record of tensor `t` as text (its line without "tensor").
 std::string tensorRecord(const TensorDesc &t);
 
+/// A multi-path plan: code for several instruction sets in one file, the
+/// runtime runs the best one the CPU has. It is a container of ordinary
+/// (single-path) plans, stored as deduplicated segments:
+///
+///   [MultiPlanHeader, 128 bytes][SegmentEntry x segmentCount]
+///   [PathEntry x pathCount][pad to 64][segments, each 64-aligned]
+///
+/// Path i is the single-path plan `head ++ weights ++ code` of its three
+/// segments: the head is that plan's bytes before its weights (header,
+/// manifest, padding), so reassembling a path gives back, byte for byte,
+/// the plan `qatc compile --target-cpu <path>` writes, which is then
+/// verified as any plan is (its own checksum included). Paths whose
+/// weights packings agree share one weights segment.
+inline constexpr char kMultiMagic[8] = {'Q', 'A', 'T', 'C',
+                                        'M', 'P', 'L', '\0'};
+inline constexpr uint32_t kMultiFormatVersion = 1;
+/// More paths than any target list needs; a header asking for more is
+/// corrupt.
+inline constexpr uint32_t kMaxPaths = 16;
+
+struct MultiPlanHeader {
+  char magic[8];
+  uint32_t formatVersion;
+  uint32_t headerSize;
+  uint64_t fileSize;
+  /// checksum() of the whole file with this field read as zero.
+  uint64_t checksum;
+  uint32_t pathCount;
+  uint32_t segmentCount;
+  char compilerVersion[40];
+  uint8_t reserved[48];
+};
+static_assert(sizeof(MultiPlanHeader) == 128, "the header is 128 bytes");
+
+struct SegmentEntry {
+  uint64_t offset, size;
+};
+
+/// Paths are stored best first: the runtime takes the first one whose CPU
+/// features this CPU has.
+struct PathEntry {
+  char target[16]; ///< NUL-terminated target name ("avx512vnni", ...)
+  uint64_t cpuFeatures;
+  uint32_t headSegment, weightsSegment, codeSegment, reserved;
+};
+static_assert(sizeof(PathEntry) == 40, "a path entry is 40 bytes");
+
+/// One path of a multi-path plan, as the table describes it.
+struct PathDesc {
+  std::string target;
+  uint64_t cpuFeatures = 0;
+  uint32_t headSegment = 0, weightsSegment = 0, codeSegment = 0;
+  uint64_t planBytes = 0; ///< of the reassembled plan
+  uint64_t weightsBytes = 0, codeBytes = 0;
+};
+
+/// True when `data` starts with the multi-path magic.
+bool isMultiPlan(const uint8_t *data, size_t size);
+/// Validates a multi-path plan's header and tables (bounds, alignment,
+/// checksum unless `verifyChecksum` is false, every path's head against its
+/// segments) and lists its paths. On failure returns false and says why
+/// ("corrupt plan: path 2: ...").
+bool parseMultiPlan(const uint8_t *data, size_t size, bool verifyChecksum,
+                    std::vector<PathDesc> &paths,
+                    std::vector<SegmentEntry> &segments, std::string &error);
+/// Writes the single-path plan of `path` (after parseMultiPlan accepted it)
+/// to `out`: path.planBytes bytes, zeroed by the caller.
+void assemblePath(const uint8_t *data, const PathDesc &path,
+                  const std::vector<SegmentEntry> &segments, uint8_t *out);
+/// A multi-path plan of `plans` (single-path plans, best first, distinct
+/// targets), equal segments stored once.
+std::vector<uint8_t>
+writeMultiPlan(const std::vector<std::vector<uint8_t>> &plans,
+               const std::string &compilerVersion);
+
 /// Symbols every layer function has: (arena, weights, thread id, threads).
 using LayerFn = void (*)(uint8_t *arena, const uint8_t *weights, int64_t tid,
                          int64_t nthreads);

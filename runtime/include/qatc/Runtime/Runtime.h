@@ -40,6 +40,10 @@ public:
     bool checkCode = true;
     /// Off only to fuzz the checks behind the checksum.
     bool verifyChecksum = true;
+    /// The code path of a multi-path plan to load ("avx2", ...). Empty: the
+    /// one $QATC_ISA names when it is set, else the first (best) path whose
+    /// CPU features this CPU has.
+    std::string isa;
   };
 
   /// Reads and verifies the plan at `path` before anything of it runs:
@@ -66,6 +70,14 @@ public:
   Plan(const Plan &) = delete;
   Plan &operator=(const Plan &) = delete;
 
+  /// The code paths of a multi-path plan, best first (empty for a plan with
+  /// one), and the index of the one loaded.
+  const std::vector<plan::PathDesc> &paths() const { return paths_; }
+  int pathIndex() const { return pathIndex_; }
+  /// The size of the file (a multi-path plan's whole container).
+  uint64_t fileBytes() const { return fileBytes_; }
+
+  /// The loaded plan's header (a multi-path plan's: the loaded path's).
   const plan::PlanHeader &header() const { return header_; }
   const plan::Manifest &manifest() const { return manifest_; }
   const uint8_t *weights() const { return weights_; }
@@ -77,7 +89,14 @@ private:
                                       const std::string &name,
                                       std::string &error,
                                       const LoadOptions &options);
+  static std::unique_ptr<Plan> fromMultiPlan(const uint8_t *data, size_t size,
+                                             const std::string &name,
+                                             std::string &error,
+                                             const LoadOptions &options);
   plan::PlanHeader header_{};
+  std::vector<plan::PathDesc> paths_;
+  int pathIndex_ = 0;
+  uint64_t fileBytes_ = 0;
   plan::Manifest manifest_;
   void *mapping_ = nullptr;
   size_t mappingSize_ = 0;

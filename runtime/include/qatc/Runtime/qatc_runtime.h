@@ -19,10 +19,13 @@ extern "C" {
 typedef struct qatc_plan qatc_plan;
 typedef struct qatc_session qatc_session;
 
-/** Loads and verifies a plan file. */
+/** Loads and verifies a plan file. Of a multi-path plan, the best code path
+ *  this CPU runs (or the one the environment variable QATC_ISA names). */
 int qatc_plan_load(const char *path, qatc_plan **plan, char *err,
                    size_t errSize);
 void qatc_plan_free(qatc_plan *plan);
+/** The target of the loaded code ("avx512vnni", "avx2", ...). */
+const char *qatc_plan_target(const qatc_plan *plan);
 
 /** Graph inputs and outputs: name, rank, dims, element count. */
 size_t qatc_plan_num_inputs(const qatc_plan *plan);
