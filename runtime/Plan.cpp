@@ -39,8 +39,14 @@ std::string tempDir() {
 
 /// Writes `size` bytes to a fresh memfd (or, where memfd is missing, an
 /// unlinked temporary file in $TMPDIR) and dlopens it. QATC_NO_MEMFD=1
-/// takes the second way (to test it).
-void *loadSharedObject(const uint8_t *data, size_t size, std::string &error) {
+/// takes the second way (to test it). The memfd stays open while the code
+/// is loaded (`keepFd`; the caller closes it after dlclose): the dynamic
+/// loader knows a library by the path it was opened by, and a second plan
+/// opened as "/proc/self/fd/N" with N reused would be handed the first
+/// plan's code.
+void *loadSharedObject(const uint8_t *data, size_t size, std::string &error,
+                       int &keepFd) {
+  keepFd = -1;
   const char *noMemfd = std::getenv("QATC_NO_MEMFD");
   bool useMemfd = !(noMemfd && *noMemfd && std::strcmp(noMemfd, "0") != 0);
   int fd = useMemfd ? memfd_create("qatc-plan-code", MFD_CLOEXEC) : -1;
@@ -90,7 +96,10 @@ void *loadSharedObject(const uint8_t *data, size_t size, std::string &error) {
   }
   if (!tmpPath.empty())
     unlink(tmpPath.c_str());
-  close(fd);
+  if (handle && tmpPath.empty())
+    keepFd = fd;
+  else
+    close(fd);
   return handle;
 }
 
@@ -181,7 +190,8 @@ std::unique_ptr<Plan> Plan::load(const std::string &path, std::string &error,
   std::unique_ptr<Plan> p(new Plan());
   p->mapping_ = map;
   p->mappingSize_ = size;
-  return verify(std::move(p), path, error, options);
+  return checkIsa(verify(std::move(p), path, error, options), path, error,
+                  options);
 }
 
 std::unique_ptr<Plan> Plan::fromBytes(const uint8_t *data, size_t size,
@@ -205,7 +215,22 @@ std::unique_ptr<Plan> Plan::fromBytes(const uint8_t *data, size_t size,
   std::unique_ptr<Plan> p(new Plan());
   p->mapping_ = map;
   p->mappingSize_ = size;
-  return verify(std::move(p), name, error, options);
+  return checkIsa(verify(std::move(p), name, error, options), name, error,
+                  options);
+}
+
+std::unique_ptr<Plan> Plan::checkIsa(std::unique_ptr<Plan> p,
+                                     const std::string &name,
+                                     std::string &error,
+                                     const LoadOptions &options) {
+  // A code path asked for by name (not by $QATC_ISA, which is meant for
+  // multi-path plans) that a single-path plan does not hold.
+  if (p && !options.isa.empty() && p->manifest_.target != options.isa) {
+    error = name + ": the plan holds one code path (" + p->manifest_.target +
+            "), not '" + options.isa + "'";
+    return nullptr;
+  }
+  return p;
 }
 
 std::unique_ptr<Plan> Plan::fromMultiPlan(const uint8_t *data, size_t size,
@@ -350,19 +375,24 @@ std::unique_ptr<Plan> Plan::verify(std::unique_ptr<Plan> p,
                 std::to_string(p->manifest_.codeLine) +
                 ": the code segment does not match its digest (the code was "
                 "modified after qatc wrote it)");
-  void *library = loadSharedObject(bytes + h.codeOffset, h.codeSize, why);
+  int codeFd = -1;
+  void *library =
+      loadSharedObject(bytes + h.codeOffset, h.codeSize, why, codeFd);
   if (!library)
     return fail(why);
+  // Owned by the plan from here: closed after the library is unloaded.
+  p->library_ = library;
+  p->codeFd_ = codeFd;
   why = checkCodeRecord(library, h, p->manifest_);
-  if (!why.empty()) {
-    dlclose(library);
+  if (!why.empty())
     return fail("corrupt plan: " + why);
-  }
   if (!options.runnable) {
     dlclose(library);
+    p->library_ = nullptr;
+    close(p->codeFd_);
+    p->codeFd_ = -1;
     return p;
   }
-  p->library_ = library;
   for (const plan::LayerDesc &l : p->manifest_.layers) {
     void *sym = dlsym(p->library_, l.symbol.c_str());
     if (!sym)
@@ -376,6 +406,8 @@ std::unique_ptr<Plan> Plan::verify(std::unique_ptr<Plan> p,
 Plan::~Plan() {
   if (library_)
     dlclose(library_);
+  if (codeFd_ >= 0)
+    close(codeFd_);
   if (mapping_)
     munmap(mapping_, mappingSize_);
 }

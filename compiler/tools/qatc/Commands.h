@@ -1,7 +1,7 @@
 //===- Commands.h - qatc driver subcommands ---------------------*- C++ -*-===//
 //
-// Each subcommand owns an llvm::cl::SubCommand and a run function; qatc.cpp
-// dispatches to the one the user named.
+// Each subcommand owns an llvm::cl::SubCommand and a run function;
+// dispatch() runs the one the user named.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,6 +23,12 @@
 #include <map>
 
 namespace qatc::driver {
+
+/// Parses a qatc command line and runs its command; returns the exit code.
+/// May be called again in the same process (every option back at its
+/// default). With `parseErrors`, a bad command line is reported there and
+/// returns 2 instead of exiting the process.
+int dispatch(int argc, const char *const *argv, llvm::raw_ostream *parseErrors);
 
 extern llvm::cl::SubCommand importCommand;
 int runImport();

@@ -1,25 +1,17 @@
 //===- qatc.cpp - the qatc driver -----------------------------------------===//
 //
-//   qatc import model.onnx [--input-shape x=1x3x224x224]
-//   [--emit=summary|mlir|onnx] qatc ops            the ONNX operators qatc
-//   supports
+//   qatc import | eval | compare | quantize | compile | run | bench |
+//        inspect | ops ...
 //
-// Later subcommands (eval, quantize, compile, run, bench, inspect) register
-// themselves the same way as `import`.
+// Each subcommand registers itself (Commands.h); Driver.cpp parses the
+// command line and runs the one named.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Commands.h"
-#include "qatc/Frontend/OnnxImporter.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
-#include "llvm/Support/raw_ostream.h"
-
-using namespace qatc::driver;
-
-static llvm::cl::SubCommand
-    opsCommand("ops", "List the ONNX operators (default domain) qatc supports");
 
 int main(int argc, char **argv) {
   llvm::InitLLVM y(argc, argv);
@@ -29,31 +21,5 @@ int main(int argc, char **argv) {
   // vptr check across the shared-library boundary.
   static llvm::cl::OptionCategory qatcCategory("qatc");
   llvm::cl::HideUnrelatedOptions(qatcCategory);
-  llvm::cl::ParseCommandLineOptions(
-      argc, argv,
-      "qatc: compiler for quantized (Q/DQ) ONNX models\n\n"
-      "  Run 'qatc <command> --help' for a command's options.\n");
-  if (importCommand)
-    return runImport();
-  if (evalCommand)
-    return runEval();
-  if (compareCommand)
-    return runCompare();
-  if (compileCommand)
-    return runCompile();
-  if (quantizeCommand)
-    return runQuantize();
-  if (runCommand)
-    return runRun();
-  if (benchCommand)
-    return runBench();
-  if (inspectCommand)
-    return runInspect();
-  if (opsCommand) {
-    for (const std::string &op : qatc::getSupportedOnnxOps())
-      llvm::outs() << op << "\n";
-    return 0;
-  }
-  llvm::errs() << "qatc: no command given; try 'qatc --help'\n";
-  return 2;
+  return qatc::driver::dispatch(argc, argv, /*parseErrors=*/nullptr);
 }

@@ -42,7 +42,8 @@ public:
     bool verifyChecksum = true;
     /// The code path of a multi-path plan to load ("avx2", ...). Empty: the
     /// one $QATC_ISA names when it is set, else the first (best) path whose
-    /// CPU features this CPU has.
+    /// CPU features this CPU has. A single-path plan for another target
+    /// than a non-empty `isa` is refused.
     std::string isa;
   };
 
@@ -89,6 +90,10 @@ private:
                                       const std::string &name,
                                       std::string &error,
                                       const LoadOptions &options);
+  static std::unique_ptr<Plan> checkIsa(std::unique_ptr<Plan> p,
+                                        const std::string &name,
+                                        std::string &error,
+                                        const LoadOptions &options);
   static std::unique_ptr<Plan> fromMultiPlan(const uint8_t *data, size_t size,
                                              const std::string &name,
                                              std::string &error,
@@ -102,6 +107,7 @@ private:
   size_t mappingSize_ = 0;
   const uint8_t *weights_ = nullptr;
   void *library_ = nullptr;
+  int codeFd_ = -1; ///< the memfd the code was loaded from (see Plan.cpp)
   std::vector<plan::LayerFn> functions_;
 };
 
