@@ -11,7 +11,9 @@
 #include "llvm/Support/Path.h"
 
 #include <atomic>
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <mutex>
 #include <thread>
 
@@ -138,11 +140,32 @@ namespace {
 
 /// Statistics of every calibrated tensor, for one worker.
 struct Stats {
-  explicit Stats(size_t n) : absMax(n, 0.0), seen(n, false) {}
-  std::vector<double> absMax;
+  explicit Stats(size_t n)
+      : absMax(n, 0.0), min(n, std::numeric_limits<double>::infinity()),
+        max(n, -std::numeric_limits<double>::infinity()), values(n, 0),
+        seen(n, false) {}
+  std::vector<double> absMax, min, max;
+  std::vector<uint64_t> values;
   std::vector<bool> seen;
   std::vector<calib::Histogram> histograms;
 };
+
+/// The share of a histogram's values above `amax`; the bin holding amax
+/// counts in proportion to the part of it above.
+double clippedShare(const calib::Histogram &h, double amax) {
+  uint64_t total = h.total();
+  if (!total || amax >= h.range)
+    return 0;
+  double above = 0;
+  for (size_t k = 0; k < h.numBins(); ++k) {
+    double lo = h.edge(k), hi = h.edge(k + 1);
+    if (lo >= amax)
+      above += h.counts[k];
+    else if (hi > amax)
+      above += h.counts[k] * (hi - amax) / (hi - lo);
+  }
+  return above / total;
+}
 
 } // namespace
 
@@ -201,8 +224,20 @@ qatc::quantization::calibrate(ModuleOp module, ArrayRef<Sample> samples,
   if (failed(runPass(
           needHistogram ? "calibrating (1/2: ranges)" : "calibrating", stats,
           [](Stats &s, unsigned i, const Tensor &v) {
-            s.absMax[i] = std::max<double>(
-                s.absMax[i], calib::absMax(v.data<float>(), v.numElements()));
+            const float *x = v.data<float>();
+            size_t n = v.numElements();
+            s.absMax[i] = std::max<double>(s.absMax[i], calib::absMax(x, n));
+            float lo = std::numeric_limits<float>::infinity(), hi = -lo;
+            uint64_t finite = 0;
+            for (size_t k = 0; k < n; ++k)
+              if (std::isfinite(x[k])) {
+                lo = std::min(lo, x[k]);
+                hi = std::max(hi, x[k]);
+                ++finite;
+              }
+            s.min[i] = std::min<double>(s.min[i], lo);
+            s.max[i] = std::max<double>(s.max[i], hi);
+            s.values[i] += finite;
             s.seen[i] = true;
           })))
     return failure();
@@ -210,6 +245,9 @@ qatc::quantization::calibrate(ModuleOp module, ArrayRef<Sample> samples,
   for (const Stats &s : stats)
     for (size_t i = 0; i < tensors.size(); ++i) {
       total.absMax[i] = std::max(total.absMax[i], s.absMax[i]);
+      total.min[i] = std::min(total.min[i], s.min[i]);
+      total.max[i] = std::max(total.max[i], s.max[i]);
+      total.values[i] += s.values[i];
       total.seen[i] = total.seen[i] || s.seen[i];
     }
   std::vector<std::string> missing;
@@ -247,6 +285,13 @@ qatc::quantization::calibrate(ModuleOp module, ArrayRef<Sample> samples,
                                 total.absMax[i], options.percentile);
     result.amax[tensors[i]] = amax;
     result.scales[tensors[i]] = calib::scaleFromAmax(amax);
+    TensorCalibration &c = result.tensors[tensors[i]];
+    c.amax = amax;
+    c.values = total.values[i];
+    c.min = total.values[i] ? total.min[i] : 0;
+    c.max = total.values[i] ? total.max[i] : 0;
+    if (needHistogram)
+      c.clipped = clippedShare(stats[0].histograms[i], amax);
   }
   result.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)

@@ -62,6 +62,17 @@ def test_quantize_matches_cli(quantized):
     assert read(api) == read(ref)
 
 
+def test_calibration_report(work):
+    import json
+    report = str(work / "calib.json")
+    qatc.quantize(FLOAT_MODEL, images(8, 2), output=str(work / "r.onnx"), calib_report=report)
+    data = json.load(open(report))
+    assert data["method"] == "max" and data["samples"] == 8
+    inputs = [t for t in data["tensors"] if t["graph_input"]]
+    assert [t["tensor"] for t in inputs] == ["input"]
+    assert inputs[0]["clipped_share"] == 0 and inputs[0]["range"] >= inputs[0]["observed_max"]
+
+
 def test_dataloader_calibration(quantized, work):
     # An iterable of (data, label) batches, as a torch DataLoader yields,
     # calibrates exactly as the whole array does.

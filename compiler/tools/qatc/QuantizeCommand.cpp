@@ -6,7 +6,8 @@
 //        [--include-op-types T,...] [--exclude-op-types T,...]
 //        [--include-patterns A>B] [--exclude-patterns A>B]
 //        [--residual-policy last|longest] [--calib-cache FILE]
-//        [--write-calib-cache FILE] [--threads N]
+//        [--write-calib-cache FILE] [--calib-report FILE.{txt,json}]
+//        [--calib-warn-clip SHARE] [--threads N]
 //
 // Post-training quantization of a float model: place Q/DQ by a recipe,
 // calibrate activation scales on sample data with the reference evaluator
@@ -14,6 +15,9 @@
 // model with the Q/DQ nodes inserted, ready for ONNX Runtime or TensorRT.
 // Given a model that already holds Q/DQ nodes and --write-calib-cache, it
 // writes the model's own activation scales as a calibration cache instead.
+// Calibration reports, per tensor, the observed range and what the method
+// kept, and warns where a method clips much of the data or cuts a network
+// input's range in half.
 //
 //===----------------------------------------------------------------------===//
 
@@ -30,7 +34,9 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/FormatAdapters.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/ToolOutputFile.h"
 
 #include <set>
@@ -106,6 +112,17 @@ cl::opt<std::string> cacheHeader(
     cl::init("TRT-8601-EntropyCalibration2"), cl::sub(sub));
 cl::opt<unsigned> threads("threads", cl::desc("Calibration threads"),
                           cl::init(2), cl::sub(sub));
+cl::opt<std::string> calibReport(
+    "calib-report",
+    cl::desc("Write the calibration report: per tensor the observed range, "
+             "the calibrated range and the share of values clipped (.txt or "
+             ".json)"),
+    cl::value_desc("file"), cl::sub(sub));
+cl::opt<double>
+    warnClip("calib-warn-clip",
+             cl::desc("Warn when calibration clips more than this share of a "
+                      "tensor's values (default 0.01: 1 %)"),
+             cl::init(0.01), cl::sub(sub));
 ImportCLOptions importOptions(sub);
 
 int usage(const llvm::Twine &message) {
@@ -217,6 +234,108 @@ shapesFromCalibration(func::FuncOp func) {
   return qatc::driver::shapesFromData(func, data, /*keepBatch=*/true);
 }
 
+/// One calibrated tensor for the report.
+struct ReportRow {
+  std::string tensor;
+  bool graphInput = false;
+  std::vector<std::string> readers; ///< nodes reading it (for advice)
+  TensorCalibration c;
+  std::string warning; ///< empty when nothing to say
+};
+
+/// The report's rows, with a warning where the method clips more than
+/// `warnClip` of the values, or keeps less than half the observed range of
+/// a graph input (whose range the data defines and no layer before it
+/// could absorb).
+std::vector<ReportRow> calibrationRows(func::FuncOp func,
+                                       const RecipeDecision &decision,
+                                       const CalibrationResult &result,
+                                       llvm::StringRef method) {
+  std::set<std::string> inputs;
+  for (const std::string &n : ref::getInputNames(func))
+    inputs.insert(n);
+  std::map<std::string, std::vector<std::string>> readers;
+  for (const RecipeDecision::Activation &a : decision.activations)
+    for (const auto &[node, index] : a.consumers)
+      readers[a.tensor].push_back(node);
+  std::vector<ReportRow> rows;
+  for (const auto &[name, c] : result.tensors) {
+    ReportRow r{name, inputs.count(name) > 0, readers[name], c, ""};
+    double observed = std::max(std::abs(c.min), std::abs(c.max));
+    bool clips = c.clipped > warnClip;
+    bool halves = r.graphInput && observed > 0 && c.amax < 0.5 * observed;
+    if (clips || halves) {
+      std::string what =
+          llvm::formatv("{0} calibration keeps [-{1:g}, {1:g}] of the "
+                        "observed [{2:g}, {3:g}] and clips {4:f2} % of its "
+                        "values",
+                        method, c.amax, c.min, c.max, 100 * c.clipped)
+              .str();
+      std::string advice = method == "max" ? ""
+                                           : "try --calib-method max or "
+                                             "percentile";
+      if (!r.readers.empty())
+        advice += (advice.empty() ? "" : ", or ") +
+                  ("leave the node float (--exclude-nodes '" +
+                   r.readers.front() + "')");
+      r.warning = what + (advice.empty() ? "" : "; " + advice);
+    }
+    rows.push_back(std::move(r));
+  }
+  return rows;
+}
+
+/// Writes the report as a table (.txt) or JSON (.json).
+int writeCalibrationReport(const std::vector<ReportRow> &rows,
+                           llvm::StringRef method, size_t samples) {
+  std::string error;
+  auto out = openOutputFile(calibReport, &error);
+  if (!out) {
+    llvm::errs() << "qatc quantize: " << error << "\n";
+    return 1;
+  }
+  if (llvm::StringRef(calibReport).ends_with(".json")) {
+    llvm::json::Array tensors;
+    for (const ReportRow &r : rows)
+      tensors.push_back(
+          llvm::json::Object{{"tensor", r.tensor},
+                             {"graph_input", r.graphInput},
+                             {"read_by", llvm::json::Array(r.readers)},
+                             {"method", method},
+                             {"range", r.c.amax},
+                             {"observed_min", r.c.min},
+                             {"observed_max", r.c.max},
+                             {"values", static_cast<int64_t>(r.c.values)},
+                             {"clipped_share", r.c.clipped},
+                             {"warning", r.warning}});
+    out->os() << llvm::formatv("{0:2}\n",
+                               llvm::json::Value(llvm::json::Object{
+                                   {"method", method},
+                                   {"samples", static_cast<int64_t>(samples)},
+                                   {"tensors", std::move(tensors)}}));
+  } else {
+    out->os() << llvm::formatv("calibration: {0}, {1} samples, {2} tensors\n",
+                               method, samples, rows.size());
+    size_t width = 6;
+    for (const ReportRow &r : rows)
+      width = std::max(width, r.tensor.size());
+    out->os() << llvm::formatv(
+        "{0} {1,12} {2,12} {3,12} {4,9}  {5}\n",
+        llvm::fmt_align("tensor", llvm::AlignStyle::Left, width), "range",
+        "min", "max", "clipped", "note");
+    for (const ReportRow &r : rows)
+      out->os() << llvm::formatv(
+          "{0} {1,12:g} {2,12:g} {3,12:g} {4,8:f3}%  {5}\n",
+          llvm::fmt_align(r.tensor, llvm::AlignStyle::Left, width), r.c.amax,
+          r.c.min, r.c.max, 100 * r.c.clipped,
+          r.warning.empty() ? (r.graphInput ? "graph input" : "")
+                            : "WARNING: " + r.warning);
+  }
+  out->keep();
+  llvm::outs() << "wrote the calibration report to " << calibReport << "\n";
+  return 0;
+}
+
 } // namespace
 
 int qatc::driver::runQuantize() {
@@ -231,6 +350,11 @@ int qatc::driver::runQuantize() {
     return usage("--calib-method: " + e);
   if (!(percentile > 0 && percentile <= 100))
     return usage("--percentile must be in (0, 100]");
+  if (!(warnClip >= 0 && warnClip <= 1))
+    return usage("--calib-warn-clip is a share of the values, in [0, 1]");
+  if (!calibReport.empty() && (calibData.empty() || !calibCache.empty()))
+    return usage("--calib-report reports calibration on data (--calib); a "
+                 "calibration cache has no data to report on");
 
   DialectRegistry registry;
   registerImportDialects(registry);
@@ -317,6 +441,17 @@ int qatc::driver::runQuantize() {
     scales = result->scales;
     llvm::outs() << "calibrated in " << llvm::format("%.1f", result->seconds)
                  << " s\n";
+    llvm::outs().flush();
+    std::vector<ReportRow> rows =
+        calibrationRows(func, *decision, *result, calibMethod);
+    for (const ReportRow &r : rows)
+      if (!r.warning.empty())
+        llvm::errs() << "qatc quantize: warning: tensor '" << r.tensor << "'"
+                     << (r.graphInput ? " (graph input)" : "") << ": "
+                     << r.warning << "\n";
+    if (!calibReport.empty() &&
+        writeCalibrationReport(rows, calibMethod, samples->size()) != 0)
+      return 1;
   } else {
     return usage("give calibration data (--calib FILE|DIR) or a calibration "
                  "cache (--calib-cache FILE)");

@@ -54,11 +54,24 @@ struct CalibratorOptions {
   bool progress = true;
 };
 
+/// What calibration saw of one tensor and what it kept (the calibration
+/// report).
+struct TensorCalibration {
+  double min = 0, max = 0; ///< observed over every sample (NaN ignored)
+  double amax = 0;         ///< the calibrated range [-amax, amax]
+  uint64_t values = 0;     ///< finite values observed
+  /// The share of values with |x| > amax: exactly 0 for Max, otherwise from
+  /// the 2048-bin histogram (the bin holding amax counted in proportion).
+  double clipped = 0;
+};
+
 struct CalibrationResult {
   /// scale = amax / 127 per tensor.
   ScaleTable scales;
   /// The calibrated absolute range per tensor.
   std::map<std::string, double> amax;
+  /// Per tensor, what was observed and kept.
+  std::map<std::string, TensorCalibration> tensors;
   size_t samples = 0;
   double seconds = 0;
 };
