@@ -10,11 +10,11 @@ build_pkgs=(
   libonnx-dev libprotobuf-dev protobuf-compiler zlib1g-dev libfmt-dev
   dataset-fashion-mnist
   libgtest-dev libgmock-dev libbenchmark-dev
-  pybind11-dev python3-dev python3-numpy
+  pybind11-dev python3-dev python3-numpy graphviz
 )
 test_pkgs=(
   python3 python3-numpy python3-onnx python3-torch python3-torchvision python3-sklearn
-  python3-pytest
+  python3-pytest chromium
   libonnx-testdata nodejs npm
   clang-19 libclang-rt-19-dev
 )

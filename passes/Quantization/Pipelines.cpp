@@ -37,6 +37,7 @@ void qatc::quantization::buildLowerToQatPipeline(
       !options.precisionOverride.empty()) {
     QatPrecisionReportOptions report;
     report.file = options.precisionReport;
+    report.profile = options.precisionReportProfile;
     report.remarks = options.remarks;
     pm.addPass(createQatPrecisionReport(report));
   }

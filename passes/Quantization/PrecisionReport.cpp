@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "PrecisionReportHtml.h"
 #include "QuantUtils.h"
 #include "qatc/Quantization/Passes.h"
 #include "qatc/Support/Locations.h"
@@ -33,28 +34,7 @@ using namespace qatc::quantization;
 
 namespace {
 
-/// One ONNX node's row.
-struct Row {
-  std::string name, opType;
-  int64_t index = -1;
-  /// int8, int8->fp32, fp32, quantize, dequantize, weight, removed.
-  std::string precision;
-  /// The op it runs in ("qat.conv", "onnx.Softmax", ...).
-  std::string kernel;
-  /// For everything but int8: why.
-  std::string reason;
-};
-
-bool isBoundaryOrMovement(StringRef opType) {
-  return llvm::is_contained({"QuantizeLinear", "DequantizeLinear", "Constant",
-                             "Identity", "Reshape", "Flatten", "Squeeze",
-                             "Unsqueeze", "Transpose", "Slice", "Gather",
-                             "Concat", "Split", "Shape", "Cast"},
-                            opType);
-}
-
-/// Compute nodes: what the precision question is about.
-bool isCompute(const Row &row) { return !isBoundaryOrMovement(row.opType); }
+using Row = ReportRow;
 
 std::string primaryNodeName(Operation *op) { return getPrimaryNode(op).name; }
 
@@ -157,6 +137,7 @@ struct QatPrecisionReportPass
     }
     for (auto &[name, row] : rows) {
       Operation *op = best[name];
+      row.op = op;
       row.precision = precisionOf(op);
       row.kernel = op->getName().getStringRef().str();
       if (row.precision == "fp32") {
@@ -169,7 +150,7 @@ struct QatPrecisionReportPass
                           << row.reason;
           failedStrict = true;
         }
-        if (remarks && isCompute(row))
+        if (remarks && isComputeRow(row))
           op->emitRemark() << "runs in fp32: " << row.reason;
       } else if (row.precision == "quantize" || row.precision == "dequantize") {
         row.reason = boundaryReason(op);
@@ -220,6 +201,19 @@ struct QatPrecisionReportPass
       os = fileStream.get();
     }
     StringRef path = file;
+    if (path.ends_with(".html")) {
+      std::string warning, error;
+      if (failed(writePrecisionReportHtml(getOperation(), rows, profile, *os,
+                                          warning, error)))
+        return emitError(getOperation().getLoc()) << error;
+      if (!warning.empty())
+        emitWarning(getOperation().getLoc()) << warning;
+      return success();
+    }
+    if (!profile.empty())
+      return emitError(getOperation().getLoc())
+             << "a profile is shown by the HTML report only (give a .html "
+                "file)";
     if (path.ends_with(".json"))
       writeJson(rows, *os);
     else if (path.ends_with(".csv"))
@@ -249,28 +243,8 @@ struct QatPrecisionReportPass
          << csvField(r.reason) << "\n";
   }
 
-  /// Counts of compute nodes by precision, and of int8 Conv/Gemm/MatMul.
-  struct Summary {
-    std::map<std::string, int> computeByPrecision;
-    int linear = 0, linearInt8 = 0;
-  };
-  static Summary summarize(const std::vector<Row> &rows) {
-    Summary s;
-    for (const Row &r : rows) {
-      if (!isCompute(r))
-        continue;
-      ++s.computeByPrecision[r.precision];
-      if (llvm::is_contained({"Conv", "Gemm", "MatMul", "ConvTranspose"},
-                             StringRef(r.opType))) {
-        ++s.linear;
-        s.linearInt8 += StringRef(r.precision).starts_with("int8");
-      }
-    }
-    return s;
-  }
-
   void writeJson(const std::vector<Row> &rows, llvm::raw_ostream &os) {
-    Summary s = summarize(rows);
+    ReportSummary s = summarizeRows(rows);
     llvm::json::OStream j(os, 2);
     j.object([&] {
       j.attributeObject("summary", [&] {
@@ -288,7 +262,7 @@ struct QatPrecisionReportPass
             j.attribute("op_type", r.opType);
             j.attribute("index", r.index);
             j.attribute("precision", r.precision);
-            j.attribute("compute", isCompute(r));
+            j.attribute("compute", isComputeRow(r));
             j.attribute("kernel", r.kernel);
             if (!r.reason.empty())
               j.attribute("reason", r.reason);
@@ -317,7 +291,7 @@ struct QatPrecisionReportPass
                         name, nameWidth, r.opType, typeWidth, r.precision,
                         r.kernel, kernelWidth, r.reason);
     }
-    Summary s = summarize(rows);
+    ReportSummary s = summarizeRows(rows);
     os << fmt::format("\nConv/Gemm/MatMul in int8: {} of {}\n", s.linearInt8,
                       s.linear);
     os << "compute nodes:";

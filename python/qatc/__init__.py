@@ -198,8 +198,8 @@ def compile(
             dimension not given becomes 1 (with a warning naming it).
         precision_override: a file of "<node regex> fp32|int8" lines, or a
             mapping {node regex: "fp32"|"int8"}.
-        precision_report: write the per-node precision report (.txt, .csv
-            or .json).
+        precision_report: write the per-node precision report (.txt, .csv,
+            .json, or .html: the graph coloured by precision).
         trt_compat: refuse what TensorRT refuses.
     """
     if output is None:

@@ -60,6 +60,7 @@ struct CompilePipelineFlags {
   std::string precisionOverride;
   std::string precisionReport;
   bool remarks = false;
+  std::string precisionReportProfile;
 };
 
 /// The pipeline `qatc compile` runs (and `qatc eval --stage=qat`): the

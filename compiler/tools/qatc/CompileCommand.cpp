@@ -61,8 +61,14 @@ cl::opt<std::string> targetCpu(
     cl::sub(qatc::driver::compileCommand));
 cl::opt<std::string> reportPath(
     "precision-report",
-    cl::desc("Write the per-node precision report (.txt, .csv or .json)"),
+    cl::desc("Write the per-node precision report (.txt, .csv, .json, or "
+             ".html: one page with the graph coloured by precision)"),
     cl::value_desc("file"), cl::sub(qatc::driver::compileCommand));
+cl::opt<std::string> reportProfile(
+    "precision-report-profile",
+    cl::desc("A `qatc bench --json` file of this model's plan: the HTML "
+             "precision report shows each layer's time"),
+    cl::value_desc("bench.json"), cl::sub(qatc::driver::compileCommand));
 cl::opt<std::string> overridePath(
     "precision-override",
     cl::desc("File of '<node-name regex> fp32|int8' lines: force nodes to "
@@ -89,13 +95,22 @@ void qatc::driver::buildCompilePipeline(PassManager &pm,
   options.precisionOverride = flags.precisionOverride;
   options.precisionReport = flags.precisionReport;
   options.remarks = flags.remarks;
+  options.precisionReportProfile = flags.precisionReportProfile;
   quantization::buildLowerToQatPipeline(pm, options);
 }
 
 int qatc::driver::runCompile() {
   MLIRContext ctx;
   ctx.printOpOnDiagnostic(false);
-  CompilePipelineFlags flags{trtCompat, overridePath, reportPath, remarks};
+  CompilePipelineFlags flags{trtCompat, overridePath, reportPath, remarks,
+                             reportProfile};
+  if (!reportProfile.empty() &&
+      !llvm::StringRef(reportPath).ends_with(".html")) {
+    llvm::errs() << "qatc compile: --precision-report-profile shows layer "
+                    "times on the HTML report: give --precision-report "
+                    "FILE.html\n";
+    return 2;
+  }
   if (printPipeline) {
     PassManager pm(&ctx, ModuleOp::getOperationName());
     buildCompilePipeline(pm, flags);

@@ -45,7 +45,11 @@ struct LowerToQatOptions : public mlir::PassPipelineOptions<LowerToQatOptions> {
       llvm::cl::desc("file of '<node regex> fp32|int8' lines")};
   Option<std::string> precisionReport{
       *this, "precision-report",
-      llvm::cl::desc("write the precision report (.txt, .csv, .json)")};
+      llvm::cl::desc("write the precision report (.txt, .csv, .json, .html)")};
+  Option<std::string> precisionReportProfile{
+      *this, "precision-report-profile",
+      llvm::cl::desc("a `qatc bench --json` file: each layer's time on the "
+                     "HTML precision report")};
   Option<bool> remarks{*this, "remarks",
                        llvm::cl::desc("emit a remark per fp32 compute node"),
                        llvm::cl::init(false)};

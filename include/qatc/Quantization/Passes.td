@@ -176,14 +176,20 @@ def QatPrecisionReport : Pass<"qat-precision-report", "::mlir::ModuleOp"> {
     Lists every ONNX node of the model: int8 (and the qat op it was fused
     into), fp32 with the reason, or removed. Writes text, CSV or JSON (by the
     file's extension; `-` prints text to stdout) and can emit one MLIR
-    remark per fp32 compute node. Fails if a node that
+    remark per fp32 compute node. A `.html` file is one self-contained page:
+    the graph laid out by Graphviz's `dot`, nodes coloured by precision,
+    fused groups outlined, fp32 nodes with their reason, the tables, and
+    with `profile` each layer's time. Fails if a node that
     `qat-precision-override` required to be int8 runs in fp32.
   }];
   let options = [
     Option<"file", "file", "std::string", "\"\"",
-           "where to write the report (.txt, .csv, .json; - for stdout)">,
+           "where to write the report (.txt, .csv, .json, .html; - for stdout)">,
     Option<"remarks", "remarks", "bool", "false",
            "emit a remark at every fp32 compute node">,
+    Option<"profile", "profile", "std::string", "\"\"",
+           "a `qatc bench --json` file: each layer's time on the HTML "
+           "report">,
   ];
 }
 
