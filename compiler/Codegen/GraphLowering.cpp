@@ -436,17 +436,25 @@ LogicalResult GraphLowering::run() {
                           "constants): there is nothing to compile");
   for (auto [i, arg] : llvm::enumerate(func.getArguments())) {
     auto type = dyn_cast<RankedTensorType>(arg.getType());
-    if (!type || !type.getElementType().isF32())
-      return func.emitError("qatc compiles models with f32 inputs only; "
-                            "input ")
+    // f32 data, or int32 / int64 indices (token ids, masks).
+    bool integer = type && (type.getElementType().isSignlessInteger(32) ||
+                            type.getElementType().isSignlessInteger(64));
+    if (!type || !(type.getElementType().isF32() || integer))
+      return func.emitError("qatc compiles models with f32, int32 and int64 "
+                            "inputs; input ")
              << i << " is " << arg.getType();
     if (type.getNumElements() == 0)
       return func.emitError("qatc compiles models whose inputs have elements; "
                             "input ")
              << i << " is " << arg.getType();
-    int t =
-        newTensor(i < inNames.size() ? inNames[i] : "input" + std::to_string(i),
-                  type.getShape(), false, plan::Layout::Plain);
+    std::string name =
+        i < inNames.size() ? inNames[i] : "input" + std::to_string(i);
+    int t = integer
+                ? newIntTensor(name, type.getShape(),
+                               type.getElementTypeBitWidth() == 64
+                                   ? plan::ElemType::I64
+                                   : plan::ElemType::I32)
+                : newTensor(name, type.getShape(), false, plan::Layout::Plain);
     storages[tensors[t].storage].first = -1;
     valueTensor[arg] = t;
     out.manifest.inputs.push_back(tensors[t].manifestIndex);

@@ -501,6 +501,10 @@ private:
   /// nullopt when the ops do not form it.
   std::optional<LogicalResult> tryZeroInsertion(Operation *reshape6);
   /// Gather (onnx or qat) with constant 0-D or 1-D indices.
+  /// Gather of f32 rows by int32 / int64 indices computed at run time (an
+  /// embedding lookup).
+  LogicalResult lowerRowGather(Operation *op, Value data, Value indices,
+                               int64_t axis);
   LogicalResult lowerGather(Operation *op, Value data, Value indices,
                             int64_t axis);
   /// A copy of `in` to `o` over the index space `loop`, each side walked

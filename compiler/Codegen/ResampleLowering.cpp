@@ -270,13 +270,12 @@ LogicalResult GraphLowering::lowerGather(Operation *op, Value data,
                                          Value indices, int64_t axis) {
   auto idx = constantOf(indices);
   if (!idx)
-    return op->emitError("qatc compiles Gather with constant indices only "
-                         "(these are computed at run time)");
+    return lowerRowGather(op, data, indices, axis);
   auto dataShape = cast<ShapedType>(data.getType()).getShape();
   if (axis < 0)
     axis += dataShape.size();
-  if (idx->rank() > 1)
-    return op->emitError("qatc compiles Gather with 0-D or 1-D indices only");
+  if (idx->rank() > 1) // an index table: the rows' gather reads it
+    return lowerRowGather(op, data, indices, axis);
   int in = tensorOf(data);
   std::vector<int64_t> values;
   for (int64_t i = 0; i < idx->numElements(); ++i) {
@@ -297,6 +296,100 @@ LogicalResult GraphLowering::lowerGather(Operation *op, Value data,
   std::vector<std::vector<int64_t>> tables(dataShape.size());
   tables[axis] = values;
   return gatherLayer(op, "gather", in, tables, std::nullopt);
+}
+
+LogicalResult GraphLowering::lowerRowGather(Operation *op, Value data,
+                                            Value indices, int64_t axis) {
+  auto dataType = cast<RankedTensorType>(data.getType());
+  auto dataShape = dataType.getShape();
+  if (axis < 0)
+    axis += dataShape.size();
+  bool int8 = isa<quant::QuantizedType>(dataType.getElementType());
+  if (!dataType.getElementType().isF32() && !int8)
+    return op->emitError("qatc compiles Gather by indices computed at run "
+                         "time on f32 or int8 data (an embedding table); "
+                         "this data is ")
+           << dataType.getElementType();
+  if (!isIntegerValue(indices))
+    return op->emitError("the indices of Gather must be int32 or int64");
+  // out[o, i, r] = data[o, idx[i], r] over the axes before / the indices /
+  // the axes after: rows of `inner` contiguous elements.
+  int64_t outer = 1, inner = 1, rows = dataShape[axis];
+  for (int64_t d = 0; d < axis; ++d)
+    outer *= dataShape[d];
+  for (size_t d = axis + 1; d < dataShape.size(); ++d)
+    inner *= dataShape[d];
+  int64_t n = cast<ShapedType>(indices.getType()).getNumElements();
+  int it = inLayout(tensorOf(indices), plan::Layout::Plain, op->getLoc());
+  int o = resultTensor(op->getResult(0), plan::Layout::Plain);
+  const int64_t es = int8 ? 1 : 4;
+  // The table: a constant in the weights blob (int8: its stored bytes),
+  // or a plain tensor.
+  int dataTensor = -1;
+  int64_t tableOff = -1;
+  if (auto c = constantOf(data)) {
+    std::vector<float> values = floatsOf(*c);
+    if (int8) {
+      int64_t stored = tensors[o].desc.storedOffset;
+      std::vector<uint8_t> bytes;
+      for (float v : values)
+        bytes.push_back(static_cast<uint8_t>(static_cast<int64_t>(v) + stored));
+      tableOff = addArray(bytes);
+    } else {
+      tableOff = srcOf(data).weightOff;
+    }
+  } else {
+    dataTensor = inLayout(tensorOf(data), plan::Layout::Plain, op->getLoc());
+  }
+  // An index outside [-rows, rows) reads this row (zeros; int8: the zero
+  // point): ONNX Runtime refuses such an index, a layer cannot fail and must
+  // not read outside the table.
+  int64_t padRowOff =
+      int8 ? addArray(std::vector<uint8_t>(roundUp(inner, 64),
+                                           static_cast<uint8_t>(tensors[o].zp)))
+           : addArray(std::vector<float>(roundUp(inner, 16), 0.f));
+  std::vector<int> ins = {it};
+  if (dataTensor >= 0)
+    ins.push_back(dataTensor);
+  addLayer(op, "gather-rows", int8 ? "int8" : "fp32",
+           outer * n * inner * es > 65536, 0, ins, {o}, [=](KB &k) {
+             const CTensor &I = tensors[it];
+             bool wide = I.desc.type == plan::ElemType::I64;
+             int64_t outOff = tensors[o].desc.offset;
+             const int64_t lanes = int8 ? 64 : 16;
+             auto vt = VectorType::get({lanes}, int8 ? k.i8 : k.f32);
+             Value zero = int8 ? k.splatI(0, lanes, k.i8) : k.splatF(0.f, 16);
+             auto [begin, end] = k.share(outer * n);
+             k.loop(begin, end, 1, [&](Value r) {
+               Value oi = k.div(r, k.c(n));
+               Value i = k.rem(r, k.c(n));
+               Value idx = k.load(wide ? k.i64 : k.i32,
+                                  k.at(I.desc.offset, i, wide ? 8 : 4));
+               if (!wide)
+                 idx = k.b.create<arith::ExtSIOp>(k.loc, k.i64, idx);
+               Value negative = k.b.create<arith::CmpIOp>(
+                   k.loc, arith::CmpIPredicate::slt, idx, k.c(0));
+               idx = k.select(negative, k.add(idx, k.c(rows)), idx);
+               // Unsigned: a still negative index is out of range too.
+               Value valid = k.lt(idx, k.c(rows));
+               Value row =
+                   k.add(k.mul(oi, k.c(rows)), k.select(valid, idx, k.c(0)));
+               Value first = k.mul(row, k.c(inner));
+               Value from =
+                   dataTensor >= 0
+                       ? k.at(tensors[dataTensor].desc.offset, first, es)
+                       : k.weightsAt(tableOff, first, es);
+               from = k.select(valid, from, k.gep(k.weights, padRowOff));
+               Value to = k.at(outOff, k.mul(r, k.c(inner)), es);
+               k.loop(k.c(0), k.c(inner), lanes, [&](Value c0) {
+                 Value mask = k.prefixMask(lanes, k.sub(k.c(inner), c0));
+                 Value bytes = k.mul(c0, k.c(es));
+                 k.maskedStore(k.maskedLoad(vt, k.gep(from, bytes), mask, zero),
+                               k.gep(to, bytes), mask);
+               });
+             });
+           });
+  return success();
 }
 
 LogicalResult GraphLowering::stridedCopyLayer(Operation *op, std::string kernel,
