@@ -104,6 +104,8 @@ const char *numpyType(plan::ElemType t) {
     return "int32";
   case plan::ElemType::I64:
     return "int64";
+  case plan::ElemType::Bool:
+    return "bool";
   }
   return "?";
 }

@@ -131,7 +131,8 @@ bool parseHex16(const std::string &s, uint64_t &v) {
     if (!std::isxdigit(static_cast<unsigned char>(c)) ||
         std::isupper(static_cast<unsigned char>(c)))
       return false;
-    v = v << 4 | static_cast<uint64_t>(std::isdigit(c) ? c - '0' : c - 'a' + 10);
+    v = v << 4 |
+        static_cast<uint64_t>(std::isdigit(c) ? c - '0' : c - 'a' + 10);
   }
   return true;
 }
@@ -264,13 +265,15 @@ const char *elemTypeName(ElemType t) {
     return "i32";
   case ElemType::I64:
     return "i64";
+  case ElemType::Bool:
+    return "bool";
   }
   return "?";
 }
 
 bool parseElemType(const std::string &s, ElemType &t) {
   for (ElemType c : {ElemType::F32, ElemType::I8, ElemType::U8, ElemType::I32,
-                     ElemType::I64})
+                     ElemType::I64, ElemType::Bool})
     if (s == elemTypeName(c)) {
       t = c;
       return true;
@@ -285,6 +288,7 @@ size_t elemSize(ElemType t) {
     return 4;
   case ElemType::I8:
   case ElemType::U8:
+  case ElemType::Bool:
     return 1;
   case ElemType::I64:
     return 8;
@@ -336,8 +340,7 @@ std::string writeManifest(const Manifest &m) {
   std::string out = "qatc-plan-manifest " + std::to_string(kFormatVersion) +
                     "\ncompiler " + encode(m.compiler) + "\ntarget " +
                     encode(m.target) + "\ncode " + hex16(m.codeDigest) +
-                    "\narena " +
-                    std::to_string(m.arenaBytes) + "\n";
+                    "\narena " + std::to_string(m.arenaBytes) + "\n";
   for (size_t i = 0; i < m.tensors.size(); ++i)
     out +=
         "tensor " + std::to_string(i) + " " + tensorRecord(m.tensors[i]) + "\n";

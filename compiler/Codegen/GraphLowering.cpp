@@ -428,6 +428,44 @@ static std::vector<int64_t> spatialAxes(Value v) {
   return axes;
 }
 
+int GraphLowering::boolsToFloats(int raw, const std::string &name,
+                                 Location loc) {
+  std::vector<int64_t> shape = tensors[raw].desc.shape;
+  int t = newTensor(name + " (as f32)", shape, false, plan::Layout::Plain);
+  int64_t n = product(shape);
+  addLayer(loc, name, "Cast", "bool-to-f32", "fp32", false, 0, {raw}, {t},
+           [=](KB &k) {
+             int64_t in = tensors[raw].desc.offset,
+                     out = tensors[t].desc.offset;
+             k.loop(k.c(0), k.c(n), 1, [&](Value i) {
+               Value b = k.load(k.i8, k.at(in, i, 1));
+               Value set = k.b.create<arith::CmpIOp>(
+                   k.loc, arith::CmpIPredicate::ne, b,
+                   k.b.create<arith::ConstantIntOp>(k.loc, 0, 8));
+               k.store(k.select(set, k.cf(1.f), k.cf(0.f)), k.at(out, i, 4));
+             });
+           });
+  return t;
+}
+
+int GraphLowering::floatsToBools(int t, Location loc) {
+  std::vector<int64_t> shape = tensors[t].desc.shape;
+  int b = newIntTensor(tensors[t].desc.name, shape, plan::ElemType::Bool);
+  int64_t n = product(shape);
+  addLayer(loc, tensors[t].desc.name, "Cast", "f32-to-bool", "fp32", false, 0,
+           {t}, {b}, [=](KB &k) {
+             int64_t in = tensors[t].desc.offset, out = tensors[b].desc.offset;
+             k.loop(k.c(0), k.c(n), 1, [&](Value i) {
+               Value f = k.load(k.f32, k.at(in, i, 4));
+               Value set = k.b.create<arith::CmpFOp>(
+                   k.loc, arith::CmpFPredicate::UNE, f, k.cf(0.f));
+               k.store(k.b.create<arith::ExtUIOp>(k.loc, k.i8, set),
+                       k.at(out, i, 1));
+             });
+           });
+  return b;
+}
+
 LogicalResult GraphLowering::run() {
   // Graph inputs: plain, as the user gives them.
   std::vector<std::string> inNames = ref::getInputNames(func);
@@ -436,12 +474,13 @@ LogicalResult GraphLowering::run() {
                           "constants): there is nothing to compile");
   for (auto [i, arg] : llvm::enumerate(func.getArguments())) {
     auto type = dyn_cast<RankedTensorType>(arg.getType());
-    // f32 data, or int32 / int64 indices (token ids, masks).
+    // f32 data, int32 / int64 indices (token ids, masks), or bool.
     bool integer = type && (type.getElementType().isSignlessInteger(32) ||
                             type.getElementType().isSignlessInteger(64));
-    if (!type || !(type.getElementType().isF32() || integer))
-      return func.emitError("qatc compiles models with f32, int32 and int64 "
-                            "inputs; input ")
+    bool boolean = type && type.getElementType().isInteger(1);
+    if (!type || !(type.getElementType().isF32() || integer || boolean))
+      return func.emitError("qatc compiles models with f32, int32, int64 and "
+                            "bool inputs; input ")
              << i << " is " << arg.getType();
     if (type.getNumElements() == 0)
       return func.emitError("qatc compiles models whose inputs have elements; "
@@ -449,15 +488,17 @@ LogicalResult GraphLowering::run() {
              << i << " is " << arg.getType();
     std::string name =
         i < inNames.size() ? inNames[i] : "input" + std::to_string(i);
-    int t = integer
-                ? newIntTensor(name, type.getShape(),
-                               type.getElementTypeBitWidth() == 64
-                                   ? plan::ElemType::I64
-                                   : plan::ElemType::I32)
+    int t = integer ? newIntTensor(name, type.getShape(),
+                                   type.getElementTypeBitWidth() == 64
+                                       ? plan::ElemType::I64
+                                       : plan::ElemType::I32)
+            : boolean
+                ? newIntTensor(name, type.getShape(), plan::ElemType::Bool)
                 : newTensor(name, type.getShape(), false, plan::Layout::Plain);
     storages[tensors[t].storage].first = -1;
-    valueTensor[arg] = t;
     out.manifest.inputs.push_back(tensors[t].manifestIndex);
+    // Bools are held as f32 0 / 1 inside the plan.
+    valueTensor[arg] = boolean ? boolsToFloats(t, name, func.getLoc()) : t;
   }
   for (Operation &opRef : func.getBody().front()) {
     Operation *op = &opRef;
@@ -834,11 +875,9 @@ LogicalResult GraphLowering::run() {
                   return ret.emitError("qatc compiles models with float "
                                        "outputs only (output ")
                          << i << " is quantized)";
-                if (getElementTypeOrSelf(v.getType()).isInteger(1))
-                  return ret.emitError("qatc compiles models with float "
-                                       "or integer outputs only (output ")
-                         << i << " is bool)";
                 t = inLayout(t, plan::Layout::Plain, ret.getLoc());
+                if (getElementTypeOrSelf(v.getType()).isInteger(1))
+                  t = floatsToBools(t, ret.getLoc());
                 // A graph input or an earlier output returned again gets a
                 // tensor of its own (its name is this output's).
                 auto &io = out.manifest;

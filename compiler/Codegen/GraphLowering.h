@@ -501,6 +501,12 @@ private:
   /// nullopt when the ops do not form it.
   std::optional<LogicalResult> tryZeroInsertion(Operation *reshape6);
   /// Gather (onnx or qat) with constant 0-D or 1-D indices.
+  /// Graph inputs and outputs of bools: one byte each at the boundary, f32
+  /// 0 / 1 inside. A layer converting the bool tensor `raw` (a graph input
+  /// named `name`) to a new f32 tensor, and the f32 tensor `t` to a new bool
+  /// tensor; each returns the new tensor.
+  int boolsToFloats(int raw, const std::string &name, Location loc);
+  int floatsToBools(int t, Location loc);
   /// Gather of f32 rows by int32 / int64 indices computed at run time (an
   /// embedding lookup).
   LogicalResult lowerRowGather(Operation *op, Value data, Value indices,

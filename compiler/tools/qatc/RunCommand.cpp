@@ -61,6 +61,8 @@ DType dtypeOf(const plan::TensorDesc &t) {
     return DType::I32;
   case plan::ElemType::I64:
     return DType::I64;
+  case plan::ElemType::Bool:
+    return DType::Bool;
   default:
     return t.quantized ? (t.isSigned ? DType::I8 : DType::U8)
                        : (t.type == plan::ElemType::I8 ? DType::I8 : DType::U8);

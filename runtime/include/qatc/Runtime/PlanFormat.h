@@ -73,7 +73,9 @@ uint64_t checksum(const uint8_t *data, size_t size, size_t skipOffset,
                   size_t skipSize);
 
 /// Element types of plan tensors.
-enum class ElemType : uint8_t { F32, I8, U8, I32, I64 };
+/// Bool: one byte, 0 or 1 (graph inputs and outputs; inside, bools are held
+/// as f32 0 / 1).
+enum class ElemType : uint8_t { F32, I8, U8, I32, I64, Bool };
 const char *elemTypeName(ElemType t);
 bool parseElemType(const std::string &s, ElemType &t);
 size_t elemSize(ElemType t);
