@@ -106,6 +106,12 @@ const char *numpyType(plan::ElemType t) {
     return "int64";
   case plan::ElemType::Bool:
     return "bool";
+  case plan::ElemType::I16:
+    return "int16";
+  case plan::ElemType::U16:
+    return "uint16";
+  case plan::ElemType::U32:
+    return "uint32";
   }
   return "?";
 }

@@ -267,13 +267,20 @@ const char *elemTypeName(ElemType t) {
     return "i64";
   case ElemType::Bool:
     return "bool";
+  case ElemType::I16:
+    return "i16";
+  case ElemType::U16:
+    return "u16";
+  case ElemType::U32:
+    return "u32";
   }
   return "?";
 }
 
 bool parseElemType(const std::string &s, ElemType &t) {
-  for (ElemType c : {ElemType::F32, ElemType::I8, ElemType::U8, ElemType::I32,
-                     ElemType::I64, ElemType::Bool})
+  for (ElemType c :
+       {ElemType::F32, ElemType::I8, ElemType::U8, ElemType::I32, ElemType::I64,
+        ElemType::Bool, ElemType::I16, ElemType::U16, ElemType::U32})
     if (s == elemTypeName(c)) {
       t = c;
       return true;
@@ -285,7 +292,11 @@ size_t elemSize(ElemType t) {
   switch (t) {
   case ElemType::F32:
   case ElemType::I32:
+  case ElemType::U32:
     return 4;
+  case ElemType::I16:
+  case ElemType::U16:
+    return 2;
   case ElemType::I8:
   case ElemType::U8:
   case ElemType::Bool:

@@ -91,10 +91,8 @@ int GraphLowering::newIntTensor(std::string name, ArrayRef<int64_t> shape,
 int GraphLowering::resultTensor(Value res, plan::Layout layout) {
   auto type = cast<RankedTensorType>(res.getType());
   if (isIntegerValue(res)) {
-    int o =
-        newIntTensor(nameOf(res), type.getShape(),
-                     type.getElementTypeBitWidth() == 64 ? plan::ElemType::I64
-                                                         : plan::ElemType::I32);
+    int o = newIntTensor(nameOf(res), type.getShape(),
+                         heldIntType(type.getElementType()));
     valueTensor[res] = o;
     return o;
   }
@@ -466,6 +464,69 @@ int GraphLowering::floatsToBools(int t, Location loc) {
   return b;
 }
 
+Value wrapToType(KB &k, Value x, Type t) {
+  auto n = narrowInt(t);
+  if (!n)
+    return x;
+  auto [bits, isUnsigned] = *n;
+  if (isUnsigned)
+    return k.b.create<arith::AndIOp>(k.loc, x, k.c((int64_t(1) << bits) - 1));
+  Value shift = k.c(64 - bits);
+  return k.b.create<arith::ShRSIOp>(
+      k.loc, k.b.create<arith::ShLIOp>(k.loc, x, shift), shift);
+}
+
+/// Copies `n` integers (plain) between element types `from` and `to`,
+/// extending as `signedIn` says and truncating.
+static void intCopyLoop(KB &k, int64_t in, plan::ElemType from, int64_t out,
+                        plan::ElemType to, int64_t n, bool signedIn) {
+  auto typeOf = [&](plan::ElemType t) -> Type {
+    size_t es = plan::elemSize(t);
+    return es == 1   ? k.i8
+           : es == 2 ? Type(k.b.getIntegerType(16))
+           : es == 4 ? k.i32
+                     : k.i64;
+  };
+  Type ft = typeOf(from), tt = typeOf(to);
+  int64_t fes = plan::elemSize(from), tes = plan::elemSize(to);
+  k.loop(k.c(0), k.c(n), 1, [&](Value i) {
+    Value x = k.load(ft, k.at(in, i, fes));
+    if (ft != k.i64)
+      x = signedIn ? Value(k.b.create<arith::ExtSIOp>(k.loc, k.i64, x))
+                   : Value(k.b.create<arith::ExtUIOp>(k.loc, k.i64, x));
+    if (tt != k.i64)
+      x = k.b.create<arith::TruncIOp>(k.loc, tt, x);
+    k.store(x, k.at(out, i, tes));
+  });
+}
+
+int GraphLowering::intsToHeld(int raw, Type type, const std::string &name,
+                              Location loc) {
+  std::vector<int64_t> shape = tensors[raw].desc.shape;
+  int t = newIntTensor(name + " (held)", shape, heldIntType(type));
+  int64_t n = product(shape);
+  bool isSigned = !type.isUnsignedInteger();
+  addLayer(
+      loc, name, "Cast", "widen-int", "int", false, 0, {raw}, {t}, [=](KB &k) {
+        intCopyLoop(k, tensors[raw].desc.offset, tensors[raw].desc.type,
+                    tensors[t].desc.offset, tensors[t].desc.type, n, isSigned);
+      });
+  return t;
+}
+
+int GraphLowering::heldToInts(int t, Type type, Location loc) {
+  std::vector<int64_t> shape = tensors[t].desc.shape;
+  int b = newIntTensor(tensors[t].desc.name, shape, boundaryIntType(type));
+  int64_t n = product(shape);
+  addLayer(loc, tensors[t].desc.name, "Cast", "narrow-int", "int", false, 0,
+           {t}, {b}, [=](KB &k) {
+             intCopyLoop(k, tensors[t].desc.offset, tensors[t].desc.type,
+                         tensors[b].desc.offset, tensors[b].desc.type, n,
+                         /*signedIn=*/true);
+           });
+  return b;
+}
+
 LogicalResult GraphLowering::run() {
   // Graph inputs: plain, as the user gives them.
   std::vector<std::string> inNames = ref::getInputNames(func);
@@ -474,13 +535,16 @@ LogicalResult GraphLowering::run() {
                           "constants): there is nothing to compile");
   for (auto [i, arg] : llvm::enumerate(func.getArguments())) {
     auto type = dyn_cast<RankedTensorType>(arg.getType());
-    // f32 data, int32 / int64 indices (token ids, masks), or bool.
+    // f32 data, int32 / int64 indices (token ids, masks), bool, or
+    // narrower integers (held as int32 / int64 inside).
     bool integer = type && (type.getElementType().isSignlessInteger(32) ||
                             type.getElementType().isSignlessInteger(64));
     bool boolean = type && type.getElementType().isInteger(1);
-    if (!type || !(type.getElementType().isF32() || integer || boolean))
-      return func.emitError("qatc compiles models with f32, int32, int64 and "
-                            "bool inputs; input ")
+    bool narrow = type && narrowInt(type.getElementType()).has_value();
+    if (!type ||
+        !(type.getElementType().isF32() || integer || boolean || narrow))
+      return func.emitError("qatc compiles models with f32, integer (8 to 64 "
+                            "bits, but not uint64) and bool inputs; input ")
              << i << " is " << arg.getType();
     if (type.getNumElements() == 0)
       return func.emitError("qatc compiles models whose inputs have elements; "
@@ -488,17 +552,23 @@ LogicalResult GraphLowering::run() {
              << i << " is " << arg.getType();
     std::string name =
         i < inNames.size() ? inNames[i] : "input" + std::to_string(i);
-    int t = integer ? newIntTensor(name, type.getShape(),
-                                   type.getElementTypeBitWidth() == 64
-                                       ? plan::ElemType::I64
-                                       : plan::ElemType::I32)
-            : boolean
-                ? newIntTensor(name, type.getShape(), plan::ElemType::Bool)
-                : newTensor(name, type.getShape(), false, plan::Layout::Plain);
+    Type elt = type.getElementType();
+    int t;
+    if (integer || narrow)
+      t = newIntTensor(name, type.getShape(), boundaryIntType(elt));
+    else if (boolean)
+      t = newIntTensor(name, type.getShape(), plan::ElemType::Bool);
+    else
+      t = newTensor(name, type.getShape(), false, plan::Layout::Plain);
     storages[tensors[t].storage].first = -1;
     out.manifest.inputs.push_back(tensors[t].manifestIndex);
-    // Bools are held as f32 0 / 1 inside the plan.
-    valueTensor[arg] = boolean ? boolsToFloats(t, name, func.getLoc()) : t;
+    // Bools are held as f32 0 / 1 inside the plan, narrow integers as int32
+    // (uint32 as int64).
+    if (boolean)
+      t = boolsToFloats(t, name, func.getLoc());
+    else if (narrow)
+      t = intsToHeld(t, elt, name, func.getLoc());
+    valueTensor[arg] = t;
   }
   for (Operation &opRef : func.getBody().front()) {
     Operation *op = &opRef;
@@ -511,8 +581,10 @@ LogicalResult GraphLowering::run() {
       for (Value r : op->getResults()) {
         Type elt = getElementTypeOrSelf(r.getType());
         if (!elt.isF32() && !elt.isInteger(1) && !elt.isSignlessInteger(32) &&
-            !elt.isSignlessInteger(64) && !isa<quant::QuantizedType>(elt))
-          return op->emitError("qatc compiles f32, int8, int32 and int64 "
+            !elt.isSignlessInteger(64) && !narrowInt(elt) &&
+            !isa<quant::QuantizedType>(elt))
+          return op->emitError("qatc compiles f32, bool, integer (8 to 64 "
+                               "bits, but not uint64) and quantized int8 "
                                "tensors; this ")
                  << op->getName().stripDialect() << " produces " << elt
                  << " values at run time";
@@ -876,8 +948,11 @@ LogicalResult GraphLowering::run() {
                                        "outputs only (output ")
                          << i << " is quantized)";
                 t = inLayout(t, plan::Layout::Plain, ret.getLoc());
-                if (getElementTypeOrSelf(v.getType()).isInteger(1))
+                Type elt = getElementTypeOrSelf(v.getType());
+                if (elt.isInteger(1))
                   t = floatsToBools(t, ret.getLoc());
+                else if (narrowInt(elt))
+                  t = heldToInts(t, elt, ret.getLoc());
                 // A graph input or an earlier output returned again gets a
                 // tensor of its own (its name is this output's).
                 auto &io = out.manifest;

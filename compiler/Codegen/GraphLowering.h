@@ -278,6 +278,14 @@ inline int64_t intAt(const ref::Tensor &t, int64_t i) {
     return t.data<uint8_t>()[i];
   case ref::DType::I32:
     return t.data<int32_t>()[i];
+  case ref::DType::I16:
+    return t.data<int16_t>()[i];
+  case ref::DType::U16:
+    return t.data<uint16_t>()[i];
+  case ref::DType::U32:
+    return t.data<uint32_t>()[i];
+  case ref::DType::U64:
+    return static_cast<int64_t>(t.data<uint64_t>()[i]);
   case ref::DType::Bool:
     return t.data<uint8_t>()[i] != 0;
   default:
@@ -286,6 +294,46 @@ inline int64_t intAt(const ref::Tensor &t, int64_t i) {
 }
 
 /// An int32 / int64 value (not bool, not quantized).
+/// An integer type held wider inside a plan: 8- and 16-bit integers of
+/// either signedness in int32, uint32 in int64 (each value extended as its
+/// type says; arithmetic wraps back to the type after every op). Returns
+/// {bits, unsigned}.
+inline std::optional<std::pair<unsigned, bool>> narrowInt(Type t) {
+  auto it = dyn_cast<IntegerType>(t);
+  if (!it || it.getWidth() == 1 || it.getWidth() > 32 ||
+      (it.getWidth() == 32 && !it.isUnsigned()))
+    return std::nullopt;
+  return std::make_pair(it.getWidth(), it.isUnsigned());
+}
+
+/// The plan element type of integers of type `t` at the graph boundary.
+inline plan::ElemType boundaryIntType(Type t) {
+  auto it = cast<IntegerType>(t);
+  bool u = it.isUnsigned();
+  switch (it.getWidth()) {
+  case 8:
+    return u ? plan::ElemType::U8 : plan::ElemType::I8;
+  case 16:
+    return u ? plan::ElemType::U16 : plan::ElemType::I16;
+  case 32:
+    return u ? plan::ElemType::U32 : plan::ElemType::I32;
+  default:
+    return plan::ElemType::I64;
+  }
+}
+
+/// The element type integers of type `t` are held in inside a plan.
+inline plan::ElemType heldIntType(Type t) {
+  auto it = cast<IntegerType>(t);
+  return it.getWidth() == 64 || (it.getWidth() == 32 && it.isUnsigned())
+             ? plan::ElemType::I64
+             : plan::ElemType::I32;
+}
+
+/// `x` (an i64 scalar) wrapped to `t` when `t` is held narrower than i64
+/// (narrowInt): its low bits, zero- or sign-extended again.
+Value wrapToType(KB &k, Value x, Type t);
+
 inline bool isIntegerValue(Value v) {
   auto it =
       dyn_cast<IntegerType>(cast<ShapedType>(v.getType()).getElementType());
@@ -507,6 +555,11 @@ private:
   /// tensor; each returns the new tensor.
   int boolsToFloats(int raw, const std::string &name, Location loc);
   int floatsToBools(int t, Location loc);
+  /// The same for integers of a width the plan holds wider (narrowInt):
+  /// the boundary tensor `raw` of type `type` to a new held tensor, and the
+  /// held tensor `t` to a new boundary tensor of type `type`.
+  int intsToHeld(int raw, Type type, const std::string &name, Location loc);
+  int heldToInts(int t, Type type, Location loc);
   /// Gather of f32 rows by int32 / int64 indices computed at run time (an
   /// embedding lookup).
   LogicalResult lowerRowGather(Operation *op, Value data, Value indices,

@@ -134,6 +134,7 @@ LogicalResult GraphLowering::lowerIntMap(Operation *op, std::vector<Src> ins,
       reads.push_back(s.tensor);
     }
   std::vector<int64_t> loop(shape.begin(), shape.end());
+  Type resultElt = getElementTypeOrSelf(res.getType());
   addLayer(op, kernel, "int", product(loop) > 4096, 0, reads, {o}, [=](KB &k) {
     StridedMap m;
     m.shape = loop;
@@ -150,6 +151,9 @@ LogicalResult GraphLowering::lowerIntMap(Operation *op, std::vector<Src> ins,
                         ? b.create<arith::ExtSIOp>(k.loc, k.i64, x)
                         : x);
       Value y = fn(k, w);
+      // A narrower integer type wraps after every op (ONNX arithmetic).
+      if (y.getType() == k.i64)
+        y = wrapToType(k, y, resultElt);
       if (O.isInt() && O.desc.type == plan::ElemType::I32 &&
           y.getType() == k.i64)
         y = b.create<arith::TruncIOp>(k.loc, k.i32, y);
@@ -784,6 +788,9 @@ LogicalResult GraphLowering::lowerPool(Operation *op, Value inV,
                                        bool average, bool countPad) {
   if (kernel.size() != 2)
     return op->emitError("qatc compiles 2-D pooling only");
+  if (isIntegerValue(inV))
+    return op->emitError("qatc compiles pooling of f32 and quantized int8 "
+                         "data; this one pools integers");
   int in = inLayout(tensorOf(inV), plan::Layout::NHWC, op->getLoc());
   int o = resultTensor(op->getResult(0), plan::Layout::NHWC);
   if (!average && tensors[in].int8 &&

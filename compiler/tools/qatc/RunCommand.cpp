@@ -63,6 +63,12 @@ DType dtypeOf(const plan::TensorDesc &t) {
     return DType::I64;
   case plan::ElemType::Bool:
     return DType::Bool;
+  case plan::ElemType::I16:
+    return DType::I16;
+  case plan::ElemType::U16:
+    return DType::U16;
+  case plan::ElemType::U32:
+    return DType::U32;
   default:
     return t.quantized ? (t.isSigned ? DType::I8 : DType::U8)
                        : (t.type == plan::ElemType::I8 ? DType::I8 : DType::U8);

@@ -34,7 +34,7 @@ const char *qatc_plan_io_name(const qatc_plan *plan, int isOutput, size_t i);
 size_t qatc_plan_io_rank(const qatc_plan *plan, int isOutput, size_t i);
 int64_t qatc_plan_io_dim(const qatc_plan *plan, int isOutput, size_t i,
                          size_t d);
-/** "f32", "i8", "u8", "i32", "i64" or "bool". */
+/** "f32", "i8", "u8", "i16", "u16", "i32", "u32", "i64" or "bool". */
 const char *qatc_plan_io_type(const qatc_plan *plan, int isOutput, size_t i);
 
 /** A session with `threads` worker threads (>= 1). */
