@@ -530,9 +530,8 @@ int GraphLowering::heldToInts(int t, Type type, Location loc) {
 LogicalResult GraphLowering::run() {
   // Graph inputs: plain, as the user gives them.
   std::vector<std::string> inNames = ref::getInputNames(func);
-  if (func.getNumArguments() == 0)
-    return func.emitError("the model has no inputs (its outputs are "
-                          "constants): there is nothing to compile");
+  // A model without inputs (every input frozen: its outputs are constants)
+  // still gets a plan: its layers copy the constants out.
   for (auto [i, arg] : llvm::enumerate(func.getArguments())) {
     auto type = dyn_cast<RankedTensorType>(arg.getType());
     // f32 data, int32 / int64 indices (token ids, masks), bool, or

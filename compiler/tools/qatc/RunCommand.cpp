@@ -110,6 +110,8 @@ int qatc::driver::runRun() {
       return fail("the inputs hold different numbers of rows");
     chunks = c;
   }
+  if (chunks < 0)
+    chunks = 1; // a plan without inputs (constant outputs) runs once
   if (chunks > 1 && !dumpDir.empty())
     return fail("--dump-tensors needs one batch of data");
   rt::Session session(*plan, std::max(1, threads.getValue()));
