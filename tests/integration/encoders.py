@@ -31,20 +31,13 @@ ENCODERS = ["bert", "bert_padmask", "vit"]
 
 
 class EncoderRunner(Runner):
-    def plan_outputs(self, model, inputs, work, tag):
-        plan = os.path.join(work, f"{tag}.plan")
+    def compile_args(self, inputs):
+        # The sequence length from the data, not trtexec's default of 1.
         shapes = []
         for name, path in inputs.items():
             dims = "x".join(str(d) for d in np.load(path).shape)
             shapes += ["--input-shape", f"{name}={dims}"]
-        self.qatc("compile", model, "-o", plan, *shapes)
-        out = os.path.join(work, f"{tag}.npz")
-        args = ["run", plan, "-o", out]
-        for k, v in inputs.items():
-            args += ["--input", f"{k}={v}"]
-        self.qatc(*args)
-        from ort_differential import load_outputs
-        return load_outputs(out)
+        return shapes
 
 
 def main():

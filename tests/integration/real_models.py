@@ -57,9 +57,13 @@ class Runner(Checker):
         names = read_index(out_dir)
         return {n: np.load(os.path.join(out_dir, f)) for n, f in names.items()}
 
+    def compile_args(self, inputs):
+        """Extra `qatc compile` arguments for a model given `inputs`."""
+        return []
+
     def plan_outputs(self, model, inputs, work, tag):
         plan = os.path.join(work, f"{tag}.plan")
-        self.qatc("compile", model, "-o", plan)
+        self.qatc("compile", model, "-o", plan, *self.compile_args(inputs))
         out = os.path.join(work, f"{tag}.npz")
         args = ["run", plan, "-o", out]
         for k, v in inputs.items():
