@@ -928,6 +928,25 @@ LogicalResult GraphLowering::run() {
                                 std::numeric_limits<double>::infinity());
             })
             .Case<onnx::ClipOp>([&](auto o) {
+              if (isIntegerValue(o.getX())) {
+                // Integers clamp exactly (bounds are whole numbers of the
+                // data's type).
+                std::optional<int64_t> lo, hi;
+                if (o.getMin())
+                  lo = static_cast<int64_t>(o.getMin()->convertToDouble());
+                if (o.getMax())
+                  hi = static_cast<int64_t>(o.getMax()->convertToDouble());
+                return lowerIntMap(
+                    o, {intSrcOf(o.getX())}, "clip",
+                    [=](KB &k, ArrayRef<Value> v) -> Value {
+                      Value x = v[0];
+                      if (lo)
+                        x = k.b.create<arith::MaxSIOp>(k.loc, x, k.c(*lo));
+                      if (hi)
+                        x = k.b.create<arith::MinSIOp>(k.loc, x, k.c(*hi));
+                      return x;
+                    });
+              }
               if (auto fusedMap = tryFusedMap(o))
                 return *fusedMap;
               double inf = std::numeric_limits<double>::infinity();

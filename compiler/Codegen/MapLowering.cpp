@@ -705,6 +705,30 @@ LogicalResult GraphLowering::lowerLayerNorm(onnx::LayerNormalizationOp op) {
 }
 
 LogicalResult GraphLowering::lowerPow(onnx::PowOp op) {
+  bool intX = isIntegerValue(op.getX()), intY = isIntegerValue(op.getY());
+  if (intX || intY) {
+    // Integer bases: an integer exponent multiplies exactly (a negative one
+    // gives 1: numpy refuses it), a float one goes through powf and
+    // truncates; a float base with an integer exponent is powf.
+    Src x = intX ? intSrcOf(op.getX()) : srcOf(op.getX());
+    Src y = intY ? intSrcOf(op.getY()) : srcOf(op.getY());
+    return lowerIntMap(
+        op, {x, y}, "pow", [=](KB &k, ArrayRef<Value> v) -> Value {
+          OpBuilder &b = k.b;
+          if (intX && intY)
+            return k.loop(k.c(0), v[1], 1, {k.c(1)}, [&](Value, ValueRange r) {
+              return SmallVector<Value>{
+                  b.create<arith::MulIOp>(k.loc, r[0], v[0])};
+            })[0];
+          auto toF32 = [&](Value a) -> Value {
+            return a.getType() == k.f32
+                       ? a
+                       : b.create<arith::SIToFPOp>(k.loc, k.f32, a);
+          };
+          Value p = b.create<math::PowFOp>(k.loc, toF32(v[0]), toF32(v[1]));
+          return intX ? Value(b.create<arith::FPToSIOp>(k.loc, k.i64, p)) : p;
+        });
+  }
   // x^2 (LayerNorm's variance) as a product; other exponents through powf.
   if (auto e = constantOf(op.getY()))
     if (e->numElements() == 1 && floatsOf(*e)[0] == 2.f)
