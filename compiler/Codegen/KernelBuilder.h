@@ -249,6 +249,9 @@ struct LerpAxis {
   StridedOperand out, in;
   size_t axis = 0;
   int64_t tapOff = 0, weightOff = 0;
+  /// Taps per output (2 linear, 4 cubic): `fn` gets the taps' input values
+  /// and then their f64 weights.
+  int taps = 2;
 };
 void emitLerpAxis(KB &k, const LerpAxis &m, const ElementFn &fn);
 

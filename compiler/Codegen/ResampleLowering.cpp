@@ -99,9 +99,6 @@ LogicalResult GraphLowering::lowerResize(Operation *op, Value inV) {
   auto outShape = cast<ShapedType>(op->getResult(0).getType()).getShape();
   ArrayRef<float> scales =
       op->getAttrOfType<DenseF32ArrayAttr>("scales").asArrayRef();
-  if (p.mode == "cubic")
-    return op->emitError("qatc compiles nearest and linear Resize; cubic "
-                         "interpolation is refused");
   // The axes that change, as the reference skips the others.
   std::vector<size_t> axes;
   for (size_t d = 0; d < inShape.size(); ++d)
@@ -116,14 +113,15 @@ LogicalResult GraphLowering::lowerResize(Operation *op, Value inV) {
     return gatherLayer(op, "resize-nearest", in, idx, std::nullopt);
   }
   if (tensors[in].int8)
-    return op->emitError("linear Resize of int8 data is compiled as "
-                         "dequantize, float Resize, quantize");
+    return op->emitError("linear and cubic Resize of int8 data are compiled "
+                         "as dequantize, float Resize, quantize");
   if (axes.empty()) {
     valueTensor[op->getResult(0)] = in;
     return success();
   }
-  // One layer per axis: out = f32(w0 * x0 + w1 * x1) in f64, exactly the
-  // reference's arithmetic.
+  // One layer per axis: out = f32(w0 * x0 + w1 * x1 [+ w2 * x2 + w3 * x3])
+  // summed in f64 in tap order, exactly the reference's arithmetic.
+  const int nTaps = p.mode == "cubic" ? 4 : 2;
   std::vector<int64_t> cur(inShape.begin(), inShape.end());
   int src = in;
   for (size_t a = 0; a < axes.size(); ++a) {
@@ -142,8 +140,8 @@ LogicalResult GraphLowering::lowerResize(Operation *op, Value inV) {
       offsets.push_back(i * stride);
     int64_t tapOff = addArray(offsets), weightOff = addArray(taps.weight);
     std::vector<int64_t> loop = cur;
-    addLayer(op, "resize-linear", "fp32", product(loop) > 4096, 0, {src}, {dst},
-             [=](KB &k) {
+    addLayer(op, nTaps == 4 ? "resize-cubic" : "resize-linear", "fp32",
+             product(loop) > 4096, 0, {src}, {dst}, [=](KB &k) {
                LerpAxis m;
                m.shape = loop;
                m.out = operand(Src{dst, -1, {}}, loop);
@@ -152,14 +150,16 @@ LogicalResult GraphLowering::lowerResize(Operation *op, Value inV) {
                m.axis = d;
                m.tapOff = tapOff;
                m.weightOff = weightOff;
+               m.taps = nTaps;
                OpBuilder &b = k.b;
                emitLerpAxis(k, m, [&](ArrayRef<Value> v) -> Value {
                  Type f64 = b.getF64Type();
-                 Value x0 = b.create<arith::ExtFOp>(k.loc, f64, v[0]);
-                 Value x1 = b.create<arith::ExtFOp>(k.loc, f64, v[1]);
-                 Value y = b.create<arith::AddFOp>(
-                     k.loc, b.create<arith::MulFOp>(k.loc, v[2], x0),
-                     b.create<arith::MulFOp>(k.loc, v[3], x1));
+                 Value y;
+                 for (int t = 0; t < nTaps; ++t) {
+                   Value x = b.create<arith::ExtFOp>(k.loc, f64, v[t]);
+                   Value term = b.create<arith::MulFOp>(k.loc, v[nTaps + t], x);
+                   y = t ? b.create<arith::AddFOp>(k.loc, y, term) : term;
+                 }
                  return b.create<arith::TruncFOp>(k.loc, k.f32, y);
                });
              });

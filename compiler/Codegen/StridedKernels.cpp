@@ -444,16 +444,15 @@ void qatc::codegen::emitLerpAxis(KB &k, const LerpAxis &m,
         if (m.out.strides[inner])
           part[1] = k.add(part[1], k.mul(ci, k.c(m.out.strides[inner])));
         Value j = coords[m.axis];
-        auto tap = [&](int t) {
-          Value idx = k.add(k.mul(j, k.c(2)), k.c(t));
+        SmallVector<Value> xs, ws;
+        for (int t = 0; t < m.taps; ++t) {
+          Value idx = k.add(k.mul(j, k.c(m.taps)), k.c(t));
           Value off = k.load(k.i64, k.weightsAt(m.tapOff, idx, 8));
-          Value w = k.load(f64, k.weightsAt(m.weightOff, idx, 8));
-          return std::make_pair(
-              k.load(elt, address(k, m.in, k.add(part[0], off))), w);
-        };
-        auto [x0, w0] = tap(0);
-        auto [x1, w1] = tap(1);
-        Value y = fn({x0, x1, w0, w1});
+          ws.push_back(k.load(f64, k.weightsAt(m.weightOff, idx, 8)));
+          xs.push_back(k.load(elt, address(k, m.in, k.add(part[0], off))));
+        }
+        xs.append(ws.begin(), ws.end());
+        Value y = fn(xs);
         k.store(y, address(k, m.out, part[1]));
       });
 }

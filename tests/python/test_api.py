@@ -181,18 +181,18 @@ def test_multi_path_plan(work):
 
 # Every error is a qatc.Error with the CLI's message, never a crash.
 
-CUBIC = """<ir_version: 8, opset_import: ["" : 17]>
-g (float[1,1,2,2] x) => (float[1,1,4,4] y) <float[4] s = {1.0, 1.0, 2.0, 2.0}> {
-  y = Resize <mode = "cubic"> (x, , s)
+POOL_1D = """<ir_version: 8, opset_import: ["" : 17]>
+g (float[1,1,6] x) => (float[1,1,3] y) {
+  y = MaxPool <kernel_shape = [2], strides = [2]> (x)
 }
 """
 
 
 def test_error_names_the_node(work):
-    model = work / "cubic.onnxtext"
-    model.write_text(CUBIC)
-    with pytest.raises(qatc.Error, match=r'node "Resize_0" \(#0, Resize\): error: .*cubic'):
-        qatc.compile(str(model), output=str(work / "cubic.plan"))
+    model = work / "pool1d.onnxtext"
+    model.write_text(POOL_1D)
+    with pytest.raises(qatc.Error, match=r'node "MaxPool_0" \(#0, MaxPool\): error: qatc compiles 2-D pooling only'):
+        qatc.compile(str(model), output=str(work / "pool1d.plan"))
     assert issubclass(qatc.Error, RuntimeError)
 
 
