@@ -92,37 +92,13 @@ py::tuple runCommand(const std::vector<std::string> &args, bool echoStdout) {
   return py::make_tuple(rc, py::bytes(out), py::bytes(err + usage));
 }
 
-const char *numpyType(plan::ElemType t) {
-  switch (t) {
-  case plan::ElemType::F32:
-    return "float32";
-  case plan::ElemType::I8:
-    return "int8";
-  case plan::ElemType::U8:
-    return "uint8";
-  case plan::ElemType::I32:
-    return "int32";
-  case plan::ElemType::I64:
-    return "int64";
-  case plan::ElemType::Bool:
-    return "bool";
-  case plan::ElemType::I16:
-    return "int16";
-  case plan::ElemType::U16:
-    return "uint16";
-  case plan::ElemType::U32:
-    return "uint32";
-  }
-  return "?";
-}
-
 py::list ioList(const rt::Plan &p, bool outputs) {
   const plan::Manifest &m = p.manifest();
   py::list l;
   for (int i : outputs ? m.outputs : m.inputs) {
     const plan::TensorDesc &t = m.tensors[i];
     l.append(py::make_tuple(t.name, py::tuple(py::cast(t.shape)),
-                            numpyType(t.type)));
+                            driver::numpyTypeName(t)));
   }
   return l;
 }
@@ -172,11 +148,11 @@ public:
       py::array a = py::array::ensure(value);
       if (!a)
         throw QatcError("input '" + t.name + "' is not an array");
-      py::dtype want = py::dtype(numpyType(t.type));
+      py::dtype want = py::dtype(driver::numpyTypeName(t));
       if (!a.dtype().is(want) && !a.dtype().equal(want))
         throw QatcError("input '" + t.name + "' is " +
                         std::string(py::str(a.dtype())) + ", the plan takes " +
-                        numpyType(t.type));
+                        driver::numpyTypeName(t));
       std::vector<int64_t> shape(a.shape(), a.shape() + a.ndim());
       if (shape != t.shape)
         throw QatcError("input '" + t.name + "' has shape " +
@@ -192,7 +168,7 @@ public:
     std::vector<void *> out;
     for (int i : m.outputs) {
       const plan::TensorDesc &t = m.tensors[i];
-      py::array a(py::dtype(numpyType(t.type)),
+      py::array a(py::dtype(driver::numpyTypeName(t)),
                   std::vector<py::ssize_t>(t.shape.begin(), t.shape.end()));
       out.push_back(a.mutable_data());
       outs.push_back(a);

@@ -154,6 +154,14 @@ bool qatc::plan::parseMultiPlan(const uint8_t *data, size_t size,
   return true;
 }
 
+int qatc::plan::firstRunnablePath(const std::vector<PathDesc> &paths,
+                                  uint64_t hostFeatures) {
+  for (size_t i = 0; i < paths.size(); ++i)
+    if ((paths[i].cpuFeatures & ~hostFeatures) == 0)
+      return static_cast<int>(i);
+  return -1;
+}
+
 void qatc::plan::assemblePath(const uint8_t *data, const PathDesc &path,
                               const std::vector<SegmentEntry> &segments,
                               uint8_t *out) {

@@ -252,11 +252,14 @@ std::unique_ptr<Plan> Plan::fromMultiPlan(const uint8_t *data, size_t size,
   for (const plan::PathDesc &p : paths)
     held += (held.empty() ? "" : ", ") + p.target;
   uint64_t host = plan::hostFeatures();
-  int chosen = -1;
-  for (size_t i = 0; i < paths.size() && chosen < 0; ++i)
-    if (want.empty() ? (paths[i].cpuFeatures & ~host) == 0
-                     : paths[i].target == want)
-      chosen = static_cast<int>(i);
+  int runnable = plan::firstRunnablePath(paths, host);
+  int chosen = runnable;
+  if (!want.empty()) {
+    chosen = -1;
+    for (size_t i = 0; i < paths.size() && chosen < 0; ++i)
+      if (paths[i].target == want)
+        chosen = static_cast<int>(i);
+  }
   if (chosen < 0 && !want.empty()) {
     error = name + ": the plan has no code path '" + want + "' (it holds " +
             held + ")";
@@ -276,13 +279,10 @@ std::unique_ptr<Plan> Plan::fromMultiPlan(const uint8_t *data, size_t size,
   if (uint64_t lacks = path.cpuFeatures & ~host; lacks && options.runnable) {
     error = name + ": code path " + path.target + " needs " +
             plan::featureNames(lacks) + ", which this CPU lacks";
-    for (const plan::PathDesc &p : paths)
-      if ((p.cpuFeatures & ~host) == 0) {
-        error += " (without " +
-                 std::string(options.isa.empty() ? "QATC_ISA" : "the choice") +
-                 " the plan runs " + p.target + ")";
-        break;
-      }
+    if (runnable >= 0)
+      error += " (without " +
+               std::string(options.isa.empty() ? "QATC_ISA" : "the choice") +
+               " the plan runs " + paths[runnable].target + ")";
     return nullptr;
   }
   void *map = mmap(nullptr, path.planBytes, PROT_READ | PROT_WRITE,

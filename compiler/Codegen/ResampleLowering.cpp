@@ -328,11 +328,10 @@ LogicalResult GraphLowering::lowerRowGather(Operation *op, Value data,
   int dataTensor = -1;
   int64_t tableOff = -1;
   if (auto c = constantOf(data)) {
-    std::vector<float> values = floatsOf(*c);
     if (int8) {
       int64_t stored = tensors[o].desc.storedOffset;
       std::vector<uint8_t> bytes;
-      for (float v : values)
+      for (float v : floatsOf(*c))
         bytes.push_back(static_cast<uint8_t>(static_cast<int64_t>(v) + stored));
       tableOff = addArray(bytes);
     } else {

@@ -68,9 +68,7 @@ def _shape_args(shapes: Shapes) -> List[str]:
 
 
 def _as_array(x: ArrayLike) -> np.ndarray:
-    if hasattr(x, "detach"):  # a torch tensor
-        x = x.detach().cpu().numpy()
-    return np.ascontiguousarray(np.asarray(x))
+    return np.ascontiguousarray(np.asarray(_maybe_numpy(x)))
 
 
 def _write_calibration(calib: Any, directory: str) -> int:
@@ -283,6 +281,7 @@ class Session:
 
 
 def _maybe_numpy(v: Any) -> Any:
+    """A torch tensor as numpy (no copy on the CPU); anything else as is."""
     if hasattr(v, "detach"):
         return v.detach().cpu().numpy()
     return v

@@ -20,11 +20,9 @@ static llvm::cl::SubCommand
 
 int qatc::driver::dispatch(int argc, const char *const *argv,
                            llvm::raw_ostream *parseErrors) {
-  // A second command line in one process starts from every default.
-  static bool parsedBefore = false;
-  if (parsedBefore)
-    llvm::cl::ResetAllOptionOccurrences();
-  parsedBefore = true;
+  // Every command line starts from every default (a second one in the same
+  // process too).
+  llvm::cl::ResetAllOptionOccurrences();
   if (!llvm::cl::ParseCommandLineOptions(
           argc, argv,
           "qatc: compiler for quantized (Q/DQ) ONNX models\n\n"

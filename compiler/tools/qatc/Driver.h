@@ -7,10 +7,16 @@
 #ifndef QATC_TOOLS_QATC_DRIVER_H
 #define QATC_TOOLS_QATC_DRIVER_H
 
+#include "qatc/Runtime/PlanFormat.h"
+
 #include <string>
 #include <vector>
 
 namespace qatc::driver {
+
+/// The numpy dtype name ("float32", "int64", "bool", ...) of a plan's graph
+/// input or output, as `qatc run` reads and writes it.
+std::string numpyTypeName(const plan::TensorDesc &t);
 
 /// Runs one qatc command line (`args[0]` is the program name) in this
 /// process, as the executable would, and returns its exit code. Output goes

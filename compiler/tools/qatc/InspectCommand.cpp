@@ -16,7 +16,6 @@
 
 #include "llvm/Support/Format.h"
 #include "llvm/Support/JSON.h"
-#include "llvm/Support/MemoryBuffer.h"
 
 #include <fmt/format.h>
 
@@ -43,29 +42,9 @@ cl::opt<std::string> extractPath(
              "file as a single-path plan"),
     cl::value_desc("file"), cl::sub(sub));
 
-/// Writes the loaded path of a multi-path plan as a plan of its own.
-int extract(const std::string &from, const rt::Plan &loaded,
-            const std::string &to) {
-  std::string error;
-  std::unique_ptr<llvm::MemoryBuffer> file;
-  if (auto b = llvm::MemoryBuffer::getFile(from, /*IsText=*/false,
-                                           /*RequiresNullTerminator=*/false))
-    file = std::move(*b);
-  if (!file) {
-    llvm::errs() << "qatc inspect: " << from << ": cannot read\n";
-    return 1;
-  }
-  const auto *data = reinterpret_cast<const uint8_t *>(file->getBufferStart());
-  std::vector<plan::PathDesc> paths;
-  std::vector<plan::SegmentEntry> segments;
-  if (!plan::parseMultiPlan(data, file->getBufferSize(), true, paths, segments,
-                            error)) {
-    llvm::errs() << "qatc inspect: " << from << ": " << error << "\n";
-    return 1;
-  }
-  const plan::PathDesc &path = paths[loaded.pathIndex()];
-  std::vector<uint8_t> bytes(path.planBytes, 0);
-  plan::assemblePath(data, path, segments, bytes.data());
+/// Writes the loaded path of a multi-path plan as a plan of its own: the
+/// plan the loader reassembled and verified.
+int extract(const rt::Plan &loaded, const std::string &to) {
   std::error_code ec;
   llvm::raw_fd_ostream os(to, ec);
   if (ec) {
@@ -73,9 +52,10 @@ int extract(const std::string &from, const rt::Plan &loaded,
                  << "\n";
     return 1;
   }
-  os.write(reinterpret_cast<const char *>(bytes.data()), bytes.size());
-  llvm::errs() << "wrote code path " << path.target << " to " << to << " ("
-               << bytes.size() << " bytes)\n";
+  os.write(reinterpret_cast<const char *>(loaded.planData()),
+           loaded.planSize());
+  llvm::errs() << "wrote code path " << loaded.manifest().target << " to " << to
+               << " (" << loaded.planSize() << " bytes)\n";
   return 0;
 }
 
@@ -105,14 +85,11 @@ int qatc::driver::runInspect() {
                    << ": -o: the plan holds one code path already\n";
       return 1;
     }
-    return extract(planPath, *plan, extractPath);
+    return extract(*plan, extractPath);
   }
   uint64_t host = plan::hostFeatures();
-  // The first path this CPU runs (what Plan::load takes without --isa).
-  int runs = -1;
-  for (size_t i = 0; i < paths.size() && runs < 0; ++i)
-    if ((paths[i].cpuFeatures & ~host) == 0)
-      runs = static_cast<int>(i);
+  // The path Plan::load takes here without --isa.
+  int runs = plan::firstRunnablePath(paths, host);
   const plan::Manifest &m = plan->manifest();
   const plan::PlanHeader &h = plan->header();
   std::map<std::string, int> kernels, precisions;

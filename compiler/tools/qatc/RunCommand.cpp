@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Commands.h"
+#include "Driver.h"
 #include "qatc/Reference/TensorIO.h"
 #include "qatc/Runtime/Runtime.h"
 
@@ -75,6 +76,10 @@ DType dtypeOf(const plan::TensorDesc &t) {
   }
 }
 } // namespace
+
+std::string qatc::driver::numpyTypeName(const plan::TensorDesc &t) {
+  return dtypeName(dtypeOf(t)).str();
+}
 
 int qatc::driver::runRun() {
   std::string error;

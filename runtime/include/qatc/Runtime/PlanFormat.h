@@ -247,6 +247,10 @@ bool isMultiPlan(const uint8_t *data, size_t size);
 bool parseMultiPlan(const uint8_t *data, size_t size, bool verifyChecksum,
                     std::vector<PathDesc> &paths,
                     std::vector<SegmentEntry> &segments, std::string &error);
+/// The first (best) of `paths` whose CPU features `hostFeatures` has, or -1:
+/// the path a multi-path plan runs when none is asked for by name.
+int firstRunnablePath(const std::vector<PathDesc> &paths,
+                      uint64_t hostFeatures);
 /// Writes the single-path plan of `path` (after parseMultiPlan accepted it)
 /// to `out`: path.planBytes bytes, zeroed by the caller.
 void assemblePath(const uint8_t *data, const PathDesc &path,

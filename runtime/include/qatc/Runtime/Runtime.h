@@ -77,6 +77,12 @@ public:
   int pathIndex() const { return pathIndex_; }
   /// The size of the file (a multi-path plan's whole container).
   uint64_t fileBytes() const { return fileBytes_; }
+  /// The verified single-path plan as loaded (of a multi-path plan, the
+  /// chosen path reassembled): bytes that load as a plan of their own.
+  const uint8_t *planData() const {
+    return static_cast<const uint8_t *>(mapping_);
+  }
+  size_t planSize() const { return mappingSize_; }
 
   /// The loaded plan's header (a multi-path plan's: the loaded path's).
   const plan::PlanHeader &header() const { return header_; }
