@@ -426,44 +426,6 @@ static std::vector<int64_t> spatialAxes(Value v) {
   return axes;
 }
 
-int GraphLowering::boolsToFloats(int raw, const std::string &name,
-                                 Location loc) {
-  std::vector<int64_t> shape = tensors[raw].desc.shape;
-  int t = newTensor(name + " (as f32)", shape, false, plan::Layout::Plain);
-  int64_t n = product(shape);
-  addLayer(loc, name, "Cast", "bool-to-f32", "fp32", false, 0, {raw}, {t},
-           [=](KB &k) {
-             int64_t in = tensors[raw].desc.offset,
-                     out = tensors[t].desc.offset;
-             k.loop(k.c(0), k.c(n), 1, [&](Value i) {
-               Value b = k.load(k.i8, k.at(in, i, 1));
-               Value set = k.b.create<arith::CmpIOp>(
-                   k.loc, arith::CmpIPredicate::ne, b,
-                   k.b.create<arith::ConstantIntOp>(k.loc, 0, 8));
-               k.store(k.select(set, k.cf(1.f), k.cf(0.f)), k.at(out, i, 4));
-             });
-           });
-  return t;
-}
-
-int GraphLowering::floatsToBools(int t, Location loc) {
-  std::vector<int64_t> shape = tensors[t].desc.shape;
-  int b = newIntTensor(tensors[t].desc.name, shape, plan::ElemType::Bool);
-  int64_t n = product(shape);
-  addLayer(loc, tensors[t].desc.name, "Cast", "f32-to-bool", "fp32", false, 0,
-           {t}, {b}, [=](KB &k) {
-             int64_t in = tensors[t].desc.offset, out = tensors[b].desc.offset;
-             k.loop(k.c(0), k.c(n), 1, [&](Value i) {
-               Value f = k.load(k.f32, k.at(in, i, 4));
-               Value set = k.b.create<arith::CmpFOp>(
-                   k.loc, arith::CmpFPredicate::UNE, f, k.cf(0.f));
-               k.store(k.b.create<arith::ExtUIOp>(k.loc, k.i8, set),
-                       k.at(out, i, 1));
-             });
-           });
-  return b;
-}
-
 Value wrapToType(KB &k, Value x, Type t) {
   auto n = narrowInt(t);
   if (!n)
@@ -476,55 +438,89 @@ Value wrapToType(KB &k, Value x, Type t) {
       k.loc, k.b.create<arith::ShLIOp>(k.loc, x, shift), shift);
 }
 
-/// Copies `n` integers (plain) between element types `from` and `to`,
-/// extending as `signedIn` says and truncating.
-static void intCopyLoop(KB &k, int64_t in, plan::ElemType from, int64_t out,
-                        plan::ElemType to, int64_t n, bool signedIn) {
-  auto typeOf = [&](plan::ElemType t) -> Type {
-    size_t es = plan::elemSize(t);
-    return es == 1   ? k.i8
-           : es == 2 ? Type(k.b.getIntegerType(16))
-           : es == 4 ? k.i32
-                     : k.i64;
-  };
-  Type ft = typeOf(from), tt = typeOf(to);
-  int64_t fes = plan::elemSize(from), tes = plan::elemSize(to);
-  k.loop(k.c(0), k.c(n), 1, [&](Value i) {
-    Value x = k.load(ft, k.at(in, i, fes));
-    if (ft != k.i64)
-      x = signedIn ? Value(k.b.create<arith::ExtSIOp>(k.loc, k.i64, x))
-                   : Value(k.b.create<arith::ExtUIOp>(k.loc, k.i64, x));
-    if (tt != k.i64)
-      x = k.b.create<arith::TruncIOp>(k.loc, tt, x);
-    k.store(x, k.at(out, i, tes));
-  });
+/// The scalar type an element of `t` is loaded and stored as.
+static Type storedScalarType(KB &k, plan::ElemType t) {
+  if (t == plan::ElemType::F32)
+    return k.f32;
+  switch (plan::elemSize(t)) {
+  case 1:
+    return k.i8;
+  case 2:
+    return k.b.getIntegerType(16);
+  case 4:
+    return k.i32;
+  default:
+    return k.i64;
+  }
 }
 
-int GraphLowering::intsToHeld(int raw, Type type, const std::string &name,
-                              Location loc) {
-  std::vector<int64_t> shape = tensors[raw].desc.shape;
-  int t = newIntTensor(name + " (held)", shape, heldIntType(type));
+int GraphLowering::boundaryConversion(Location loc, const std::string &node,
+                                      int from, const std::string &name,
+                                      plan::ElemType to, std::string kernel,
+                                      std::string precision,
+                                      std::function<Value(KB &, Value)> fn) {
+  std::vector<int64_t> shape = tensors[from].desc.shape;
+  int t = to == plan::ElemType::F32
+              ? newTensor(name, shape, false, plan::Layout::Plain)
+              : newIntTensor(name, shape, to);
   int64_t n = product(shape);
-  bool isSigned = !type.isUnsignedInteger();
-  addLayer(
-      loc, name, "Cast", "widen-int", "int", false, 0, {raw}, {t}, [=](KB &k) {
-        intCopyLoop(k, tensors[raw].desc.offset, tensors[raw].desc.type,
-                    tensors[t].desc.offset, tensors[t].desc.type, n, isSigned);
-      });
+  addLayer(loc, node, "Cast", std::move(kernel), std::move(precision), false, 0,
+           {from}, {t}, [=](KB &k) {
+             const plan::TensorDesc &F = tensors[from].desc,
+                                    &T = tensors[t].desc;
+             Type ft = storedScalarType(k, F.type);
+             k.loop(k.c(0), k.c(n), 1, [&](Value i) {
+               Value x = k.load(ft, k.at(F.offset, i, plan::elemSize(F.type)));
+               k.store(fn(k, x), k.at(T.offset, i, plan::elemSize(T.type)));
+             });
+           });
   return t;
 }
 
-int GraphLowering::heldToInts(int t, Type type, Location loc) {
-  std::vector<int64_t> shape = tensors[t].desc.shape;
-  int b = newIntTensor(tensors[t].desc.name, shape, boundaryIntType(type));
-  int64_t n = product(shape);
-  addLayer(loc, tensors[t].desc.name, "Cast", "narrow-int", "int", false, 0,
-           {t}, {b}, [=](KB &k) {
-             intCopyLoop(k, tensors[t].desc.offset, tensors[t].desc.type,
-                         tensors[b].desc.offset, tensors[b].desc.type, n,
-                         /*signedIn=*/true);
-           });
-  return b;
+int GraphLowering::inputAsHeld(int raw, Type type, const std::string &name,
+                               Location loc) {
+  if (type.isInteger(1))
+    return boundaryConversion(
+        loc, name, raw, name + " (as f32)", plan::ElemType::F32, "bool-to-f32",
+        "fp32", [](KB &k, Value b) -> Value {
+          Value set = k.b.create<arith::CmpIOp>(
+              k.loc, arith::CmpIPredicate::ne, b,
+              k.b.create<arith::ConstantIntOp>(k.loc, 0, 8));
+          return k.select(set, k.cf(1.f), k.cf(0.f));
+        });
+  plan::ElemType held = heldIntType(type);
+  bool isSigned = !type.isUnsignedInteger();
+  return boundaryConversion(
+      loc, name, raw, name + " (held)", held, "widen-int", "int",
+      [=](KB &k, Value x) -> Value {
+        x = isSigned ? Value(k.b.create<arith::ExtSIOp>(k.loc, k.i64, x))
+                     : Value(k.b.create<arith::ExtUIOp>(k.loc, k.i64, x));
+        return held == plan::ElemType::I64
+                   ? x
+                   : Value(k.b.create<arith::TruncIOp>(k.loc, k.i32, x));
+      });
+}
+
+int GraphLowering::heldAsOutput(int t, Type type, Location loc) {
+  std::string name = tensors[t].desc.name;
+  if (type.isInteger(1))
+    return boundaryConversion(
+        loc, name, t, name, plan::ElemType::Bool, "f32-to-bool", "fp32",
+        [](KB &k, Value f) -> Value {
+          Value set = k.b.create<arith::CmpFOp>(
+              k.loc, arith::CmpFPredicate::UNE, f, k.cf(0.f));
+          return k.b.create<arith::ExtUIOp>(k.loc, k.i8, set);
+        });
+  plan::ElemType out = boundaryIntType(type);
+  return boundaryConversion(
+      loc, name, t, name, out, "narrow-int", "int",
+      [=](KB &k, Value x) -> Value {
+        if (x.getType() != k.i64)
+          x = k.b.create<arith::ExtSIOp>(k.loc, k.i64, x);
+        Type st = storedScalarType(k, out);
+        return st == k.i64 ? x
+                           : Value(k.b.create<arith::TruncIOp>(k.loc, st, x));
+      });
 }
 
 LogicalResult GraphLowering::run() {
@@ -536,12 +532,8 @@ LogicalResult GraphLowering::run() {
     auto type = dyn_cast<RankedTensorType>(arg.getType());
     // f32 data, int32 / int64 indices (token ids, masks), bool, or
     // narrower integers (held as int32 / int64 inside).
-    bool integer = type && (type.getElementType().isSignlessInteger(32) ||
-                            type.getElementType().isSignlessInteger(64));
-    bool boolean = type && type.getElementType().isInteger(1);
-    bool narrow = type && narrowInt(type.getElementType()).has_value();
-    if (!type ||
-        !(type.getElementType().isF32() || integer || boolean || narrow))
+    Type elt = type ? type.getElementType() : Type();
+    if (!type || !isCompiledType(elt) || isa<quant::QuantizedType>(elt))
       return func.emitError("qatc compiles models with f32, integer (8 to 64 "
                             "bits, but not uint64) and bool inputs; input ")
              << i << " is " << arg.getType();
@@ -551,22 +543,20 @@ LogicalResult GraphLowering::run() {
              << i << " is " << arg.getType();
     std::string name =
         i < inNames.size() ? inNames[i] : "input" + std::to_string(i);
-    Type elt = type.getElementType();
+    bool boolean = elt.isInteger(1), narrow = narrowInt(elt).has_value();
     int t;
-    if (integer || narrow)
-      t = newIntTensor(name, type.getShape(), boundaryIntType(elt));
-    else if (boolean)
+    if (boolean)
       t = newIntTensor(name, type.getShape(), plan::ElemType::Bool);
+    else if (isa<IntegerType>(elt))
+      t = newIntTensor(name, type.getShape(), boundaryIntType(elt));
     else
       t = newTensor(name, type.getShape(), false, plan::Layout::Plain);
     storages[tensors[t].storage].first = -1;
     out.manifest.inputs.push_back(tensors[t].manifestIndex);
     // Bools are held as f32 0 / 1 inside the plan, narrow integers as int32
     // (uint32 as int64).
-    if (boolean)
-      t = boolsToFloats(t, name, func.getLoc());
-    else if (narrow)
-      t = intsToHeld(t, elt, name, func.getLoc());
+    if (boolean || narrow)
+      t = inputAsHeld(t, elt, name, func.getLoc());
     valueTensor[arg] = t;
   }
   for (Operation &opRef : func.getBody().front()) {
@@ -579,9 +569,7 @@ LogicalResult GraphLowering::run() {
     if (!isa<onnx::ConstantOp, qat::ConstantOp, func::ReturnOp>(op))
       for (Value r : op->getResults()) {
         Type elt = getElementTypeOrSelf(r.getType());
-        if (!elt.isF32() && !elt.isInteger(1) && !elt.isSignlessInteger(32) &&
-            !elt.isSignlessInteger(64) && !narrowInt(elt) &&
-            !isa<quant::QuantizedType>(elt))
+        if (!isCompiledType(elt))
           return op->emitError("qatc compiles f32, bool, integer (8 to 64 "
                                "bits, but not uint64) and quantized int8 "
                                "tensors; this ")
@@ -967,10 +955,8 @@ LogicalResult GraphLowering::run() {
                          << i << " is quantized)";
                 t = inLayout(t, plan::Layout::Plain, ret.getLoc());
                 Type elt = getElementTypeOrSelf(v.getType());
-                if (elt.isInteger(1))
-                  t = floatsToBools(t, ret.getLoc());
-                else if (narrowInt(elt))
-                  t = heldToInts(t, elt, ret.getLoc());
+                if (elt.isInteger(1) || narrowInt(elt))
+                  t = heldAsOutput(t, elt, ret.getLoc());
                 // A graph input or an earlier output returned again gets a
                 // tensor of its own (its name is this output's).
                 auto &io = out.manifest;

@@ -306,6 +306,14 @@ inline std::optional<std::pair<unsigned, bool>> narrowInt(Type t) {
   return std::make_pair(it.getWidth(), it.isUnsigned());
 }
 
+/// An element type compiled plans compute on: f32, bool, integers (but
+/// uint64: narrowInt and 32/64-bit signless) and quantized int8.
+inline bool isCompiledType(Type t) {
+  return t.isF32() || t.isInteger(1) || t.isSignlessInteger(32) ||
+         t.isSignlessInteger(64) || narrowInt(t).has_value() ||
+         isa<quant::QuantizedType>(t);
+}
+
 /// The plan element type of integers of type `t` at the graph boundary.
 inline plan::ElemType boundaryIntType(Type t) {
   auto it = cast<IntegerType>(t);
@@ -548,22 +556,25 @@ private:
   /// Pad -> Reshape -> [border Pad]) starting at `reshape6`, as one gather;
   /// nullopt when the ops do not form it.
   std::optional<LogicalResult> tryZeroInsertion(Operation *reshape6);
-  /// Gather (onnx or qat) with constant 0-D or 1-D indices.
-  /// Graph inputs and outputs of bools: one byte each at the boundary, f32
-  /// 0 / 1 inside. A layer converting the bool tensor `raw` (a graph input
-  /// named `name`) to a new f32 tensor, and the f32 tensor `t` to a new bool
-  /// tensor; each returns the new tensor.
-  int boolsToFloats(int raw, const std::string &name, Location loc);
-  int floatsToBools(int t, Location loc);
-  /// The same for integers of a width the plan holds wider (narrowInt):
-  /// the boundary tensor `raw` of type `type` to a new held tensor, and the
-  /// held tensor `t` to a new boundary tensor of type `type`.
-  int intsToHeld(int raw, Type type, const std::string &name, Location loc);
-  int heldToInts(int t, Type type, Location loc);
+  /// Graph inputs and outputs of types the plan holds otherwise inside
+  /// (bools as f32 0 / 1, narrowInt integers wider): a layer converting
+  /// every element of the plain tensor `from` into a new plain tensor of
+  /// element type `to`, named `name`, as a layer of `node`; `fn` maps an
+  /// element as loaded (in `from`'s stored type) to the value stored.
+  /// Returns the new tensor.
+  int boundaryConversion(Location loc, const std::string &node, int from,
+                         const std::string &name, plan::ElemType to,
+                         std::string kernel, std::string precision,
+                         std::function<Value(KB &, Value)> fn);
+  /// The graph input `raw` of element type `type` (bool or narrowInt) as
+  /// the plan holds it, and the held tensor `t` as graph output of `type`.
+  int inputAsHeld(int raw, Type type, const std::string &name, Location loc);
+  int heldAsOutput(int t, Type type, Location loc);
   /// Gather of f32 rows by int32 / int64 indices computed at run time (an
   /// embedding lookup).
   LogicalResult lowerRowGather(Operation *op, Value data, Value indices,
                                int64_t axis);
+  /// Gather (onnx or qat) with constant 0-D or 1-D indices.
   LogicalResult lowerGather(Operation *op, Value data, Value indices,
                             int64_t axis);
   /// A copy of `in` to `o` over the index space `loop`, each side walked
