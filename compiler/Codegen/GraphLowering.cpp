@@ -772,7 +772,7 @@ LogicalResult GraphLowering::run() {
                   onnx::LeakyReluOp, onnx::LogOp, onnx::AbsOp, onnx::NegOp,
                   onnx::ReciprocalOp, onnx::FloorOp, onnx::CeilOp,
                   onnx::RoundOp, onnx::SignOp, onnx::SoftplusOp, onnx::EluOp,
-                  onnx::PReluOp>(
+                  onnx::PReluOp, onnx::ScalarMathOpInterface>(
                 [&](Operation *o) { return lowerPointwise(o); })
             .Case<qat::ConcatOp>([&](auto o) {
               return lowerConcat(o, o.getInputs(), o.getAxis());
@@ -801,6 +801,8 @@ LogicalResult GraphLowering::run() {
             .Case<onnx::GatherOp>([&](auto o) {
               return lowerGather(o, o.getData(), o.getIndices(), o.getAxis());
             })
+            .Case<onnx::GatherElementsOp>(
+                [&](auto o) { return lowerGatherElements(o); })
             .Case<qat::GatherOp>([&](auto o) {
               return lowerGather(o, o.getInput(), o.getIndices(), o.getAxis());
             })

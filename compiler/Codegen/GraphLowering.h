@@ -548,6 +548,8 @@ private:
   LogicalResult gatherLayer(Operation *op, std::string kernel, int in,
                             std::vector<std::vector<int64_t>> idx,
                             std::optional<double> fill);
+  /// onnx.GatherElements, by indices known at compile or at run time.
+  LogicalResult lowerGatherElements(onnx::GatherElementsOp op);
   /// onnx.Resize (nearest or linear) and qat.resize (int8 nearest).
   LogicalResult lowerResize(Operation *op, Value in);
   /// onnx.Pad and qat.pad, every mode.

@@ -163,6 +163,13 @@ LogicalResult qatc::codegen::lowerKernelsToLLVM(ModuleOp kernels,
   // scalar and tie the plan's code to the host's libm).
   {
     RewritePatternSet patterns(ctx);
+    // tan and the hyperbolic functions in exp, log, sin and cos first.
+    populateExpandTanPattern(patterns);
+    populateExpandSinhPattern(patterns);
+    populateExpandCoshPattern(patterns);
+    populateExpandAsinhPattern(patterns);
+    populateExpandAcoshPattern(patterns);
+    populateExpandAtanhPattern(patterns);
     populateMathPolynomialApproximationPatterns(patterns);
     if (failed(applyPatternsAndFoldGreedily(kernels, std::move(patterns)))) {
       error = "approximating the kernels' math functions failed";

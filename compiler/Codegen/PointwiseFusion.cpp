@@ -179,6 +179,12 @@ std::optional<ScalarFn> elementwiseBody(Operation *op) {
       .Case<onnx::FloorOp>([](auto) { return unary<math::FloorOp>(); })
       .Case<onnx::CeilOp>([](auto) { return unary<math::CeilOp>(); })
       .Case<onnx::RoundOp>([](auto) { return unary<math::RoundEvenOp>(); })
+      .Case<onnx::ScalarMathOpInterface>(
+          [](onnx::ScalarMathOpInterface o) -> ScalarFn {
+            return [o](KB &k, ArrayRef<Value> v) mutable {
+              return o.emitF32(k.b, k.loc, v[0]);
+            };
+          })
       .Default([](Operation *) { return std::nullopt; });
 }
 
@@ -441,6 +447,12 @@ std::optional<LogicalResult> GraphLowering::tryFusedMap(Operation *op) {
 }
 
 LogicalResult GraphLowering::lowerPointwise(Operation *op) {
+  // A scalar math op states its code for f32 only (ONNX defines it on
+  // floats; f64 and f16 models are refused at the graph's inputs).
+  if (isa<onnx::ScalarMathOpInterface>(op) && !isF32(op->getOperand(0)))
+    return op->emitError("qatc compiles ")
+           << op->getName().stripDialect() << " on f32 tensors only, not "
+           << getElementTypeOrSelf(op->getOperand(0).getType());
   if (auto fusedMap = tryFusedMap(op))
     return *fusedMap;
   std::vector<Src> ins;

@@ -391,6 +391,94 @@ LogicalResult GraphLowering::lowerRowGather(Operation *op, Value data,
   return success();
 }
 
+LogicalResult GraphLowering::lowerGatherElements(onnx::GatherElementsOp op) {
+  Value data = op.getData(), indices = op.getIndices();
+  auto dataShape = cast<ShapedType>(data.getType()).getShape();
+  auto idxShape = cast<ShapedType>(indices.getType()).getShape();
+  int64_t axis = op.getAxis(), dim = dataShape[axis];
+  if (!isIntegerValue(indices))
+    return op.emitError("the indices of GatherElements must be int32 or int64");
+  // Indices known at compile time go to the weights as int64; others are
+  // read from their tensor (int32 or int64).
+  int64_t idxOff = -1;
+  int it = -1;
+  if (auto c = constantOf(indices)) {
+    std::vector<int64_t> v;
+    for (int64_t i = 0; i < c->numElements(); ++i)
+      v.push_back(intAt(*c, i));
+    idxOff = addArray(v);
+  } else {
+    it = inLayout(tensorOf(indices), plan::Layout::Plain, op.getLoc());
+  }
+  int64_t tableOff = -1;
+  int dt = -1;
+  if (constantOf(data)) {
+    if (!getElementTypeOrSelf(data.getType()).isF32())
+      return op.emitError("qatc compiles GatherElements from a constant "
+                          "table of f32 only; this one is ")
+             << data.getType();
+    tableOff = srcOf(data).weightOff;
+  } else {
+    dt = inLayout(tensorOf(data), plan::Layout::Plain, op.getLoc());
+  }
+  int o = resultTensor(op.getResult(), plan::Layout::Plain);
+  const int64_t es =
+      dt >= 0 ? static_cast<int64_t>(plan::elemSize(tensors[dt].desc.type)) : 4;
+  if (tensors[o].desc.type !=
+      (dt >= 0 ? tensors[dt].desc.type : plan::ElemType::F32))
+    return op.emitError("qatc cannot compile GatherElements of ")
+           << data.getType();
+  std::vector<int64_t> dataStrides(dataShape.size(), 1),
+      idxStrides(idxShape.size(), 1);
+  for (int64_t d = static_cast<int64_t>(dataShape.size()) - 2; d >= 0; --d) {
+    dataStrides[d] = dataStrides[d + 1] * dataShape[d + 1];
+    idxStrides[d] = idxStrides[d + 1] * idxShape[d + 1];
+  }
+  int64_t total = product(idxShape);
+  std::vector<int> ins;
+  if (it >= 0)
+    ins.push_back(it);
+  if (dt >= 0)
+    ins.push_back(dt);
+  addLayer(
+      op, "gather-elements", "fp32", total > 16384, 0, ins, {o}, [=](KB &k) {
+        Type elt = es == 8 ? k.i64 : es == 4 ? k.i32 : k.i8;
+        bool wide = it < 0 || tensors[it].desc.type == plan::ElemType::I64;
+        auto [begin, end] = k.share(total);
+        k.loop(begin, end, 1, [&](Value r) {
+          Value idx =
+              it >= 0 ? k.load(wide ? k.i64 : k.i32,
+                               k.at(tensors[it].desc.offset, r, wide ? 8 : 4))
+                      : k.load(k.i64, k.weightsAt(idxOff, r, 8));
+          if (!wide)
+            idx = k.b.create<arith::ExtSIOp>(k.loc, k.i64, idx);
+          Value negative = k.b.create<arith::CmpIOp>(
+              k.loc, arith::CmpIPredicate::slt, idx, k.c(0));
+          idx = k.select(negative, k.add(idx, k.c(dim)), idx);
+          // Unsigned: a still negative index is out of range too; such
+          // an element reads as 0 (a layer cannot fail, and must not
+          // read outside the data).
+          Value valid = k.lt(idx, k.c(dim));
+          Value from = k.c(0), rest = r;
+          for (size_t d = 0; d < idxStrides.size(); ++d) {
+            Value c = k.div(rest, k.c(idxStrides[d]));
+            rest = k.rem(rest, k.c(idxStrides[d]));
+            if (static_cast<int64_t>(d) == axis)
+              c = k.select(valid, idx, k.c(0));
+            from = k.add(from, k.mul(c, k.c(dataStrides[d])));
+          }
+          Value v =
+              k.load(elt, dt >= 0 ? k.at(tensors[dt].desc.offset, from, es)
+                                  : k.weightsAt(tableOff, from, es));
+          Value zero =
+              k.b.create<arith::ConstantOp>(k.loc, k.b.getIntegerAttr(elt, 0));
+          k.store(k.select(valid, v, zero),
+                  k.at(tensors[o].desc.offset, r, es));
+        });
+      });
+  return success();
+}
+
 LogicalResult GraphLowering::stridedCopyLayer(Operation *op, std::string kernel,
                                               int in, int o,
                                               std::vector<int64_t> loop,

@@ -233,6 +233,10 @@ mlir::LogicalResult importRange(NodeImporter &ni);
 mlir::LogicalResult importSize(NodeImporter &ni);
 mlir::LogicalResult importUpsample(NodeImporter &ni);
 
+// Handlers of OnnxLossImporters.cpp.
+mlir::LogicalResult importNllLoss(NodeImporter &ni);
+mlir::LogicalResult importSoftmaxCrossEntropyLoss(NodeImporter &ni);
+
 /// The handler for `opType` in the default ONNX domain, or null when qatc
 /// does not support it.
 NodeHandler lookupNodeHandler(llvm::StringRef opType);

@@ -788,11 +788,26 @@ OwningOpRef<ModuleOp> GraphImporter::importModel(onnxpb::ModelProto &model) {
     return emitError(fileLoc)
                << "is not an ONNX model (it imports no default-domain opset)",
            nullptr;
-  if (opset < kMinOpset || opset > kMaxOpset)
+  if (opset > kMaxOpset || opset < 1)
     return emitError(fileLoc)
                << "uses opset " << opset << "; qatc imports opsets "
                << kMinOpset << " to " << kMaxOpset,
            nullptr;
+  if (opset < kMinOpset) {
+    // Older models import when every operator means at `opset` what it
+    // means at 7 (the legacy `consumed_inputs` attribute aside).
+    for (const auto &node : model.graph().node()) {
+      bool defaultDomain = node.domain().empty() || node.domain() == "ai.onnx";
+      if (!defaultDomain || !isUnchangedBeforeOpset7(node.op_type()))
+        return emitError(fileLoc)
+                   << "uses opset " << opset << "; qatc imports opsets "
+                   << kMinOpset << " to " << kMaxOpset
+                   << ", and older models only when each operator means what "
+                      "it means at opset 7 ("
+                   << node.op_type() << " changed since)",
+               nullptr;
+    }
+  }
 
   onnxpb::GraphProto &graph = *model.mutable_graph();
   if (graph.sparse_initializer_size() > 0)

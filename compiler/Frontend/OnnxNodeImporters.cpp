@@ -778,6 +778,21 @@ LogicalResult importLayerNorm(NodeImporter &ni) {
                            ni.f32("epsilon", ni.floatAttr("epsilon", 1e-5f))}));
 }
 
+LogicalResult importGatherElements(NodeImporter &ni) {
+  if (failed(requireInputs(ni, 2)))
+    return failure();
+  auto rank = ni.staticShape(ni.input(0), "data");
+  if (failed(rank))
+    return failure();
+  int64_t r = static_cast<int64_t>(rank->size());
+  int64_t axis = ni.intAttr("axis", 0);
+  if (axis < -r || axis >= r)
+    return ni.error() << "axis " << axis << " is out of range for rank " << r,
+           failure();
+  return single(ni, ni.build1("onnx.GatherElements", {ni.input(0), ni.input(1)},
+                              {ni.i64("axis", axis < 0 ? axis + r : axis)}));
+}
+
 LogicalResult importLeakyRelu(NodeImporter &ni) {
   if (failed(requireInputs(ni, 1)))
     return failure();
@@ -1385,6 +1400,20 @@ LogicalResult importCast(NodeImporter &ni) {
   return success();
 }
 
+/// CastLike: a Cast to the element type of the second input (whose data is
+/// not read).
+LogicalResult importCastLike(NodeImporter &ni) {
+  if (failed(requireInputs(ni, 2)))
+    return failure();
+  Type to = cast<ShapedType>(ni.input(1).getType()).getElementType();
+  auto type = cast<ShapedType>(ni.input(0).getType()).clone(to);
+  auto results = ni.buildWithTypes("onnx.Cast", {ni.input(0)}, {}, {type});
+  if (failed(results))
+    return failure();
+  ni.results.push_back((*results)[0]);
+  return success();
+}
+
 LogicalResult importConstantOfShape(NodeImporter &ni) {
   if (failed(requireInputs(ni, 1)))
     return failure();
@@ -1438,6 +1467,7 @@ const HandlerEntry kHandlers[] = {
     {"AveragePool", importPool<false>},
     {"BatchNormalization", importBatchNorm},
     {"Cast", importCast},
+    {"CastLike", importCastLike},
     {"Ceil", importUnary<kCeil>},
     {"Clip", importClip},
     {"Concat", importConcat},
@@ -1457,6 +1487,7 @@ const HandlerEntry kHandlers[] = {
     {"Flatten", importFlatten},
     {"Floor", importUnary<kFloor>},
     {"Gather", importGather},
+    {"GatherElements", importGatherElements},
     {"Gemm", importGemm},
     {"GlobalAveragePool", importUnary<kGlobalAveragePool>},
     {"GlobalMaxPool", importUnary<kGlobalMaxPool>},
@@ -1479,6 +1510,7 @@ const HandlerEntry kHandlers[] = {
     {"Mod", importMod},
     {"Mul", importBinary<kMul>},
     {"Neg", importUnary<kNeg>},
+    {"NegativeLogLikelihoodLoss", importNllLoss},
     {"Not", importUnary<kNot>},
     {"Or", importBinary<kOr>},
     {"PRelu", importBinary<kPRelu>},
@@ -1506,6 +1538,7 @@ const HandlerEntry kHandlers[] = {
     {"Size", importSize},
     {"Slice", importSlice},
     {"Softmax", importSoftmax},
+    {"SoftmaxCrossEntropyLoss", importSoftmaxCrossEntropyLoss},
     {"Softplus", importUnary<kSoftplus>},
     {"SpaceToDepth", importDepthSpace},
     {"Split", importSplit},
@@ -1524,10 +1557,58 @@ const HandlerEntry kHandlers[] = {
 };
 } // namespace
 
+namespace {
+
+/// The ONNX op types of the ops defined by one scalar function (Onnx_MathOp
+/// in OnnxOps.td), found through their interface: none needs a line here.
+const llvm::StringMap<llvm::SmallVector<std::string>> &scalarMathOps() {
+  static const auto ops = [] {
+    MLIRContext ctx(MLIRContext::Threading::DISABLED);
+    ctx.loadDialect<qatc::onnx::OnnxDialect>();
+    llvm::StringMap<llvm::SmallVector<std::string>> m;
+    for (RegisteredOperationName name : ctx.getRegisteredOperations()) {
+      if (!name.hasInterface<qatc::onnx::ScalarMathOpInterface>())
+        continue;
+      auto &attrs = m[name.stripDialect()];
+      for (StringAttr a : name.getAttributeNames())
+        attrs.push_back(a.str());
+    }
+    return m;
+  }();
+  return ops;
+}
+
+/// A scalar math op: its one input, and its float attributes by the names
+/// ONNX gives them (absent ones take the op's defaults).
+LogicalResult importScalarMath(NodeImporter &ni) {
+  if (failed(requireInputs(ni, 1)))
+    return failure();
+  StringRef opType = ni.node.op_type();
+  const auto &known = scalarMathOps().find(opType)->second;
+  SmallVector<NamedAttribute> attrs;
+  for (const onnxpb::AttributeProto &a : ni.node.attribute()) {
+    if (a.name() == "consumed_inputs" && ni.opset < 6)
+      continue; // legacy, meaningless
+    if (!llvm::is_contained(known, a.name()))
+      return ni.error() << opType << " has no attribute '" << a.name() << "'",
+             failure();
+    if (a.type() != onnxpb::AttributeProto::FLOAT)
+      return ni.error() << "attribute '" << a.name() << "' of " << opType
+                        << " must be a float",
+             failure();
+    attrs.push_back(ni.f32(a.name(), a.f()));
+  }
+  return single(ni, ni.build1(("onnx." + opType).str(), {ni.input(0)}, attrs));
+}
+
+} // namespace
+
 NodeHandler qatc::detail::lookupNodeHandler(StringRef opType) {
   for (const HandlerEntry &e : kHandlers)
     if (opType == e.opType)
       return e.handler;
+  if (scalarMathOps().contains(opType))
+    return importScalarMath;
   return nullptr;
 }
 
@@ -1535,5 +1616,8 @@ std::vector<std::string> qatc::getSupportedOnnxOps() {
   std::vector<std::string> ops;
   for (const HandlerEntry &e : kHandlers)
     ops.push_back(e.opType);
+  for (const auto &e : scalarMathOps())
+    ops.push_back(e.getKey().str());
+  llvm::sort(ops);
   return ops;
 }

@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ImporterImpl.h"
+#include "qatc/Frontend/OnnxImporter.h"
 #include "qatc/Support/Locations.h"
 
 #include "llvm/ADT/StringMap.h"
@@ -63,6 +64,18 @@ const char *const kCompatible[] = {
     "Sign", "Sin", "Sinh", "Size", "Softplus", "Softsign", "SpaceToDepth",
     "Sqrt", "Sub", "Sum", "Tan", "Tanh", "ThresholdedRelu", "Tile", "Transpose",
     "Unique", "Where", "Xor"};
+
+/// Ops whose versions before opset 7 differ from their opset-7 version only
+/// by the `consumed_inputs` attribute (or not at all); binary arithmetic is
+/// absent (its old `broadcast` attribute changes the meaning).
+const char *const kUnchangedBeforeOpset7[] = {
+    "Abs",           "Ceil",        "Elu",
+    "Exp",           "Floor",       "GlobalAveragePool",
+    "GlobalMaxPool", "HardSigmoid", "Identity",
+    "LeakyRelu",     "Log",         "Neg",
+    "Not",           "Reciprocal",  "Relu",
+    "Selu",          "Sigmoid",     "Softplus",
+    "Softsign",      "Sqrt",        "Tanh"};
 
 /// What the upgrade knows of the graph's tensors (from ONNX shape
 /// inference on a copy): element type and rank, when known.
@@ -318,6 +331,13 @@ private:
         return emitError(loc)
                << n.op_type() << " with a subgraph cannot be converted from "
                << "opset " << from << " to " << to << " by qatc yet";
+    if (from < 7) {
+      // Dropped at opset 6 from every op that had it; it never had meaning.
+      auto *attrs = n.mutable_attribute();
+      for (int i = attrs->size() - 1; i >= 0; --i)
+        if (attrs->Get(i).name() == "consumed_inputs")
+          attrs->DeleteSubrange(i, 1);
+    }
     const std::string &op = n.op_type();
     std::string base = n.name().empty() ? op : n.name();
     const auto *oldSchema =
@@ -500,4 +520,8 @@ LogicalResult qatc::detail::upgradeOpset(MLIRContext &ctx, StringRef path,
            << "uses opset " << fromOpset << "; qatc converts opsets 7 to "
            << targetOpset - 1 << " to " << targetOpset;
   return Upgrader(ctx, path, model, fromOpset, targetOpset).run();
+}
+
+bool qatc::isUnchangedBeforeOpset7(StringRef opType) {
+  return llvm::is_contained(kUnchangedBeforeOpset7, opType);
 }

@@ -180,6 +180,16 @@ void splitAround(ArrayRef<int64_t> shape, int64_t axis, int64_t &outer,
 
 } // namespace
 
+Results qatc::ref::evalScalarMath(onnx::ScalarMathOpInterface op,
+                                  ArrayRef<Tensor> in) {
+  const Tensor &x = in[0];
+  if (x.dtype() == DType::F32)
+    return one(mapUnary<float>(x, [&](float v) { return op.evalF32(v); }));
+  if (x.dtype() == DType::F64)
+    return one(mapUnary<double>(x, [&](double v) { return op.evalF64(v); }));
+  return unsupportedType(op, x);
+}
+
 Results qatc::ref::evalUnary(Operation *op, ArrayRef<Tensor> in,
                              const KernelContext &ctx) {
   const Tensor &x = in[0];

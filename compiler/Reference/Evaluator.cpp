@@ -121,6 +121,8 @@ FailureOr<Tensor> constantTensor(onnx::ConstantOp op,
 
 /// Dispatches one op to its kernel.
 Results evalOp(Operation *op, ArrayRef<Tensor> in, const KernelContext &ctx) {
+  if (auto math = dyn_cast<onnx::ScalarMathOpInterface>(op))
+    return evalScalarMath(math, in);
   return llvm::TypeSwitch<Operation *, Results>(op)
       .Case([&](onnx::ConstantOp c) -> Results {
         auto t = constantTensor(c, ctx);
@@ -200,6 +202,9 @@ Results evalOp(Operation *op, ArrayRef<Tensor> in, const KernelContext &ctx) {
       .Case([&](onnx::SliceOp o) { return evalSlice(o, in, ctx); })
       .Case([&](onnx::TransposeOp o) { return evalTranspose(o, in, ctx); })
       .Case([&](onnx::GatherOp o) { return evalGather(o, in, ctx); })
+      .Case([&](onnx::GatherElementsOp o) {
+        return evalGatherElements(o, in, ctx);
+      })
       .Case([&](onnx::PadOp o) { return evalPad(o, in, ctx); })
       .Case([&](onnx::ResizeOp o) { return evalResize(o, in, ctx); })
       .Default([&](Operation *o) -> Results {

@@ -44,6 +44,9 @@ template <typename Fn> void dispatchFloat(DType type, Fn &&fn) {
 }
 
 // ElementwiseKernels.cpp
+/// An op defined by one scalar function (Onnx_MathOp), on f32 or f64.
+Results evalScalarMath(onnx::ScalarMathOpInterface op,
+                       llvm::ArrayRef<Tensor> in);
 Results evalUnary(mlir::Operation *op, llvm::ArrayRef<Tensor> in,
                   const KernelContext &ctx);
 Results evalBinary(mlir::Operation *op, llvm::ArrayRef<Tensor> in,
@@ -117,6 +120,8 @@ Results evalTranspose(OpTy op, llvm::ArrayRef<Tensor> in,
 template <typename OpTy>
 Results evalGather(OpTy op, llvm::ArrayRef<Tensor> in,
                    const KernelContext &ctx);
+Results evalGatherElements(qatc::onnx::GatherElementsOp op,
+                           llvm::ArrayRef<Tensor> in, const KernelContext &ctx);
 /// onnx.Pad and its int8 twin qat.pad.
 Results evalPad(mlir::Operation *op, llvm::ArrayRef<Tensor> in,
                 const KernelContext &ctx);

@@ -140,6 +140,38 @@ Results qatc::ref::evalGather(OpTy op, ArrayRef<Tensor> in,
   return one(std::move(out));
 }
 
+Results qatc::ref::evalGatherElements(onnx::GatherElementsOp op,
+                                      ArrayRef<Tensor> in,
+                                      const KernelContext &) {
+  const Tensor &x = in[0], &indices = in[1];
+  Tensor out(x.dtype(), indices.shape());
+  int64_t axis = static_cast<int64_t>(op.getAxis());
+  int64_t dim = x.dim(axis);
+  auto xStrides = stridesOf(x.shape());
+  auto iStrides = stridesOf(indices.shape());
+  size_t es = dtypeSize(x.dtype());
+  char *dst = out.mutableData<char>();
+  for (int64_t i = 0; i < indices.numElements(); ++i) {
+    int64_t idx = indices.dtype() == DType::I64 ? indices.data<int64_t>()[i]
+                                                : indices.data<int32_t>()[i];
+    if (idx < -dim || idx >= dim)
+      return op.emitOpError("index ") << idx << " is out of range for axis "
+                                      << axis << " of size " << dim,
+             failure();
+    if (idx < 0)
+      idx += dim;
+    // The element's coordinates, with the axis' replaced by the index.
+    int64_t from = 0, rest = i;
+    for (size_t d = 0; d < iStrides.size(); ++d) {
+      int64_t c = rest / iStrides[d];
+      rest %= iStrides[d];
+      from += (static_cast<int64_t>(d) == axis ? idx : c) * xStrides[d];
+    }
+    std::memcpy(dst + i * es, x.bytes() + from * es, es);
+  }
+  return one(std::move(out));
+}
+
 // The same byte movers serve the onnx ops and their int8 twins in qat.
 #define QATC_INSTANTIATE(fn, op)                                               \
   template Results qatc::ref::fn(onnx::op, ArrayRef<Tensor>,                   \

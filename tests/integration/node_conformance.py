@@ -74,6 +74,8 @@ def plan(args, supported, refused):
         graph_inputs = [i.name for i in model.graph.input if i.name not in inits]
         params = {n.input[k] for n in model.graph.node
                   for k in PARAM_INPUTS.get(n.op_type, []) if k < len(n.input)}
+        if args.freeze == "all-but-first":
+            params = set(graph_inputs[1:])
         ds = os.path.join(args.data, name, "test_data_set_0")
         job = {"name": name, "model": model_path, "frozen": {}, "inputs": {},
                "outputs": [(o.name, elem_type_name(o)) for o in model.graph.output],
@@ -178,6 +180,10 @@ def main():
     ap.add_argument("--only", action="append", default=[], help="run only these tests")
     ap.add_argument("--plans", metavar="TARGET",
                     help="compile and run plans for this --target-cpu instead of evaluating")
+    ap.add_argument("--freeze", choices=["params", "all-but-first"], default="params",
+                    help="which graph inputs become constants: the inputs qatc needs at "
+                         "compile time (default), or every input but the first (as an "
+                         "outside runner that counts all node tests does)")
     ap.add_argument("--min-compiled", type=int, default=0,
                     help="with --plans: fail if fewer tests compile")
     ap.add_argument("-v", "--verbose", action="store_true",

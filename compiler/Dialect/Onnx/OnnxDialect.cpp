@@ -6,11 +6,16 @@
 //===----------------------------------------------------------------------===//
 
 #include "qatc/Dialect/Onnx/OnnxOps.h"
+#include "qatc/Dialect/Onnx/ScalarMathBuilder.h"
+
+#include <algorithm>
+#include <cmath>
 
 using namespace mlir;
 using namespace qatc::onnx;
 
 #include "qatc/Dialect/Onnx/OnnxDialect.cpp.inc"
+#include "qatc/Dialect/Onnx/OnnxInterfaces.cpp.inc"
 
 void OnnxDialect::initialize() {
   addOperations<

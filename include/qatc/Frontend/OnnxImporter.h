@@ -27,6 +27,11 @@ namespace qatc {
 inline constexpr int64_t kMinOpset = 7;
 inline constexpr int64_t kMaxOpset = 21;
 
+/// True for operators whose definitions in opsets 1 to 6 mean what they mean
+/// at opset 7 (apart from the legacy `consumed_inputs` attribute, which the
+/// importer ignores): models of those opsets made only of them import.
+bool isUnchangedBeforeOpset7(llvm::StringRef opType);
+
 /// Function attribute: for each graph input, the dimensions that were
 /// dynamic in the model and set to 1 (absent when none was).
 inline constexpr llvm::StringLiteral kDynamicInputDimsAttr =

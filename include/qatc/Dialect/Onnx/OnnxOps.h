@@ -60,6 +60,7 @@ mlir::FailureOr<int64_t> getWindowOutputSize(std::optional<mlir::Location> loc,
 } // namespace qatc::onnx
 
 #include "qatc/Dialect/Onnx/OnnxDialect.h.inc"
+#include "qatc/Dialect/Onnx/OnnxInterfaces.h.inc"
 
 #define GET_OP_CLASSES
 #include "qatc/Dialect/Onnx/OnnxOps.h.inc"

@@ -18,6 +18,7 @@ include "mlir/IR/AttrTypeBase.td"
 include "mlir/IR/BuiltinAttributeInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
+include "qatc/Dialect/Onnx/OnnxInterfaces.td"
 
 def Onnx_Dialect : Dialect {
   let name = "onnx";
@@ -312,6 +313,193 @@ def Onnx_EluOp : Onnx_UnaryOp<"Elu"> {
   let arguments = (ins AnyTensor:$X, DefaultValuedAttr<F32Attr, "1.0">:$alpha);
 }
 
+//===----------------------------------------------------------------------===//
+// Scalar math: one definition each (Onnx_ScalarMathOpInterface)
+//===----------------------------------------------------------------------===//
+
+/// A float elementwise op defined by one scalar function. `reference` is the
+/// body of a C++ function of `x` (of type `T`, float or double) returning a
+/// `T`: the reference evaluator's semantics, written as the ONNX spec reads.
+/// `emit` is the body of a function returning the f32 result for `x` (a
+/// scalar or a vector) built with `m`, a qatc::onnx::ScalarMathBuilder.
+/// Attributes are read through the op's getters in both. The importer, the
+/// reference evaluator, the map layer and the epilogue fusion of code
+/// generation find the op through the interface; nothing else names it.
+class Onnx_MathOp<string mnemonic, list<Trait> traits = []>
+    : Onnx_Op<mnemonic, traits # [Pure, InferTypeOpAdaptor,
+        DeclareOpInterfaceMethods<Onnx_ScalarMathOpInterface>]> {
+  let arguments = (ins AnyTensor:$X);
+  let results = (outs AnyTensor:$Y);
+  code reference = ?;
+  code emit = ?;
+  let extraClassDefinition = [{
+    ::mlir::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *, std::optional<::mlir::Location>,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &types) {
+      types.push_back(adaptor.getX().getType());
+      return ::mlir::success();
+    }
+    float $cppClass::evalF32(float x) {
+      using T = float;
+      }] # reference # [{
+    }
+    double $cppClass::evalF64(double x) {
+      using T = double;
+      }] # reference # [{
+    }
+    ::mlir::Value $cppClass::emitF32(::mlir::OpBuilder &b,
+                                     ::mlir::Location loc, ::mlir::Value x) {
+      ::qatc::onnx::ScalarMathBuilder m(b, loc, x);
+      }] # emit # [{
+    }
+  }];
+}
+
+def Onnx_CosOp : Onnx_MathOp<"Cos"> {
+  let summary = "cos(x)";
+  let reference = [{ return std::cos(x); }];
+  let emit = [{ return m.cos(x); }];
+}
+def Onnx_SinOp : Onnx_MathOp<"Sin"> {
+  let summary = "sin(x)";
+  let reference = [{ return std::sin(x); }];
+  let emit = [{ return m.sin(x); }];
+}
+def Onnx_TanOp : Onnx_MathOp<"Tan"> {
+  let summary = "tan(x)";
+  let reference = [{ return std::tan(x); }];
+  let emit = [{ return m.div(m.sin(x), m.cos(x)); }];
+}
+def Onnx_AcosOp : Onnx_MathOp<"Acos"> {
+  let summary = "arccos(x)";
+  let reference = [{ return std::acos(x); }];
+  // 2 atan(sqrt((1 - x) / (1 + x))): MLIR's acos polynomial is off by up to
+  // 3 % near |x| = 1; atan is accurate to a few ulp.
+  let emit = [{
+    return m.mul(m.c(2), m.atan(m.sqrt(m.div(m.sub(m.c(1), x),
+                                             m.add(m.c(1), x)))));
+  }];
+}
+def Onnx_AsinOp : Onnx_MathOp<"Asin"> {
+  let summary = "arcsin(x)";
+  let reference = [{ return std::asin(x); }];
+  // atan(x / sqrt((1 - x)(1 + x))), for the reason given at Acos.
+  let emit = [{
+    return m.atan(
+        m.div(x, m.sqrt(m.mul(m.sub(m.c(1), x), m.add(m.c(1), x)))));
+  }];
+}
+def Onnx_AtanOp : Onnx_MathOp<"Atan"> {
+  let summary = "arctan(x)";
+  let reference = [{ return std::atan(x); }];
+  let emit = [{ return m.atan(x); }];
+}
+def Onnx_SinhOp : Onnx_MathOp<"Sinh"> {
+  let summary = "sinh(x)";
+  let reference = [{ return std::sinh(x); }];
+  // (e^x - e^-x) / 2
+  let emit = [{
+    return m.mul(m.sub(m.exp(x), m.exp(m.neg(x))), m.c(0.5));
+  }];
+}
+def Onnx_CoshOp : Onnx_MathOp<"Cosh"> {
+  let summary = "cosh(x)";
+  let reference = [{ return std::cosh(x); }];
+  let emit = [{
+    return m.mul(m.add(m.exp(x), m.exp(m.neg(x))), m.c(0.5));
+  }];
+}
+def Onnx_AsinhOp : Onnx_MathOp<"Asinh"> {
+  let summary = "arsinh(x)";
+  let reference = [{ return std::asinh(x); }];
+  // sign(x) * log(|x| + sqrt(x^2 + 1)): no cancellation for x < 0.
+  let emit = [{
+    ::mlir::Value a = m.abs(x);
+    ::mlir::Value r =
+        m.log(m.add(a, m.sqrt(m.add(m.mul(a, a), m.c(1)))));
+    return m.select(m.lt(x, m.c(0)), m.neg(r), r);
+  }];
+}
+def Onnx_AcoshOp : Onnx_MathOp<"Acosh"> {
+  let summary = "arcosh(x)";
+  let reference = [{ return std::acosh(x); }];
+  // log(x + sqrt(x^2 - 1)); NaN below 1 as the reference.
+  let emit = [{
+    return m.log(m.add(x, m.sqrt(m.sub(m.mul(x, x), m.c(1)))));
+  }];
+}
+def Onnx_AtanhOp : Onnx_MathOp<"Atanh"> {
+  let summary = "artanh(x)";
+  let reference = [{ return std::atanh(x); }];
+  // log((1 + x) / (1 - x)) / 2
+  let emit = [{
+    return m.mul(m.log(m.div(m.add(m.c(1), x), m.sub(m.c(1), x))),
+                 m.c(0.5));
+  }];
+}
+def Onnx_SoftsignOp : Onnx_MathOp<"Softsign"> {
+  let summary = "x / (1 + |x|)";
+  let reference = [{ return x / (T(1) + std::abs(x)); }];
+  let emit = [{ return m.div(x, m.add(m.c(1), m.abs(x))); }];
+}
+def Onnx_SeluOp : Onnx_MathOp<"Selu"> {
+  let summary = "gamma * (x if x > 0 else alpha * exp(x) - alpha)";
+  let arguments = (ins AnyTensor:$X,
+      DefaultValuedAttr<F32Attr, "1.67326319217681884765625">:$alpha,
+      DefaultValuedAttr<F32Attr, "1.05070102214813232421875">:$gamma);
+  let reference = [{
+    T alpha = T(getAlpha().convertToFloat());
+    T gamma = T(getGamma().convertToFloat());
+    return x > T(0) ? gamma * x : gamma * (alpha * std::exp(x) - alpha);
+  }];
+  let emit = [{
+    ::mlir::Value alpha = m.c(getAlpha().convertToFloat());
+    ::mlir::Value gamma = m.c(getGamma().convertToFloat());
+    ::mlir::Value neg = m.mul(gamma, m.sub(m.mul(alpha, m.exp(x)), alpha));
+    return m.select(m.gt(x, m.c(0)), m.mul(gamma, x), neg);
+  }];
+}
+def Onnx_CeluOp : Onnx_MathOp<"Celu"> {
+  let summary = "max(0, x) + min(0, alpha * (exp(x / alpha) - 1))";
+  let arguments = (ins AnyTensor:$X, DefaultValuedAttr<F32Attr, "1.0">:$alpha);
+  let reference = [{
+    T alpha = T(getAlpha().convertToFloat());
+    return std::max(T(0), x) +
+           std::min(T(0), alpha * (std::exp(x / alpha) - T(1)));
+  }];
+  let emit = [{
+    ::mlir::Value alpha = m.c(getAlpha().convertToFloat());
+    ::mlir::Value e = m.mul(alpha, m.sub(m.exp(m.div(x, alpha)), m.c(1)));
+    return m.add(m.max(m.c(0), x), m.min(m.c(0), e));
+  }];
+}
+def Onnx_ThresholdedReluOp : Onnx_MathOp<"ThresholdedRelu"> {
+  let summary = "x if x > alpha else 0";
+  let arguments = (ins AnyTensor:$X, DefaultValuedAttr<F32Attr, "1.0">:$alpha);
+  let reference = [{
+    return x > T(getAlpha().convertToFloat()) ? x : T(0);
+  }];
+  let emit = [{
+    return m.select(m.gt(x, m.c(getAlpha().convertToFloat())), x, m.c(0));
+  }];
+}
+def Onnx_ShrinkOp : Onnx_MathOp<"Shrink"> {
+  let summary = "x + bias if x < -lambd, x - bias if x > lambd, else 0";
+  let arguments = (ins AnyTensor:$X, DefaultValuedAttr<F32Attr, "0.0">:$bias,
+                       DefaultValuedAttr<F32Attr, "0.5">:$lambd);
+  let reference = [{
+    T bias = T(getBias().convertToFloat());
+    T lambd = T(getLambd().convertToFloat());
+    return x < -lambd ? x + bias : x > lambd ? x - bias : T(0);
+  }];
+  let emit = [{
+    ::mlir::Value bias = m.c(getBias().convertToFloat());
+    ::mlir::Value lambd = m.c(getLambd().convertToFloat());
+    return m.select(m.lt(x, m.neg(lambd)), m.add(x, bias),
+                    m.select(m.gt(x, lambd), m.sub(x, bias), m.c(0)));
+  }];
+}
+
 def Onnx_LogSoftmaxOp : Onnx_UnaryOp<"LogSoftmax"> {
   let summary = "log of softmax along one axis (opset 13 semantics)";
   let description = [{
@@ -524,6 +712,48 @@ def Onnx_GatherOp : Onnx_InferredOp<"Gather"> {
                    DefaultValuedAttr<I64Attr, "0">:$axis);
   let results = (outs AnyTensor:$output);
   let hasFolder = 1;
+}
+
+def Onnx_GatherElementsOp
+    : Onnx_Op<"GatherElements", [Pure, InferTypeOpAdaptor]> {
+  let summary = "out[i, j] = data[indices[i, j], j] (axis 0; likewise "
+                "along any `axis`, non-negative)";
+  let description = [{
+    The result has the shape of `indices` (int32 or int64; negative values
+    count from the end of the axis) and the element type of `data`; both
+    have one rank, and `indices` is no larger than `data` on the other axes.
+  }];
+  let arguments = (ins AnyTensor:$data, AnyTensor:$indices,
+                   DefaultValuedAttr<I64Attr, "0">:$axis);
+  let results = (outs AnyTensor:$output);
+  let extraClassDefinition = [{
+    ::mlir::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *, std::optional<::mlir::Location> loc,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &types) {
+      auto data = ::llvm::dyn_cast<::mlir::RankedTensorType>(
+          adaptor.getData().getType());
+      auto idx = ::llvm::dyn_cast<::mlir::RankedTensorType>(
+          adaptor.getIndices().getType());
+      if (!data || !idx)
+        return ::mlir::emitOptionalError(loc, "GatherElements needs ranked "
+                                              "data and indices");
+      int64_t axis = adaptor.getAxis();
+      if (data.getRank() != idx.getRank() || axis < 0 ||
+          axis >= data.getRank())
+        return ::mlir::emitOptionalError(
+            loc, "GatherElements needs data and indices of one rank and an "
+                 "axis in [0, rank); data is ", data, ", indices ", idx,
+            ", axis ", axis);
+      for (int64_t d = 0; d < data.getRank(); ++d)
+        if (d != axis && idx.getDimSize(d) > data.getDimSize(d))
+          return ::mlir::emitOptionalError(
+              loc, "GatherElements indices are larger than the data on axis ",
+              d, ": ", idx, " and ", data);
+      types.push_back(::mlir::RankedTensorType::get(idx.getShape(),
+                                                    data.getElementType()));
+      return ::mlir::success();
+    }
+  }];
 }
 
 def Onnx_ExpandOp : Onnx_Op<"Expand", [Pure]> {
