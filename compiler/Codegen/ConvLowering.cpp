@@ -10,6 +10,8 @@
 
 #include "GraphLowering.h"
 
+#include "llvm/ADT/TypeSwitch.h"
+
 #include <cmath>
 
 using namespace mlir;
@@ -859,6 +861,16 @@ LogicalResult GraphLowering::lowerGemm(onnx::GemmOp op) {
                        [wf, tr, K, N](int64_t n, int64_t k) -> double {
                          return wf[tr ? n * K + k : k * N + n];
                        });
+}
+
+std::optional<LogicalResult> GraphLowering::lowerConvFamily(Operation *op) {
+  return llvm::TypeSwitch<Operation *, std::optional<LogicalResult>>(op)
+      .Case<qat::ConvOp>([&](auto o) { return lowerQatConv(o); })
+      .Case<qat::MatMulOp>([&](auto o) { return lowerQatMatMul(o); })
+      .Case<onnx::ConvOp>([&](auto o) { return lowerFloatConv(o); })
+      .Case<onnx::GemmOp>([&](auto o) { return lowerGemm(o); })
+      .Case<onnx::MatMulOp>([&](auto o) { return lowerFloatMatMul(o); })
+      .Default([](Operation *) { return std::nullopt; });
 }
 
 } // namespace qatc::codegen::lowering

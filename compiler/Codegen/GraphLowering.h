@@ -541,6 +541,17 @@ private:
   LogicalResult lowerSlice(Operation *op, Value in, ArrayRef<int64_t> starts,
                            ArrayRef<int64_t> steps);
   LogicalResult lowerConcat(Operation *op, ValueRange ins, int64_t axis);
+  /// The ops of each lowering file's family (MapLowering.cpp,
+  /// PointwiseFusion.cpp, ConvLowering.cpp, ResampleLowering.cpp): the
+  /// op's layers, or nullopt when `op` is not of the family. An op's
+  /// lowering and its line in the dispatch live in one file.
+  std::optional<LogicalResult> lowerMapFamily(Operation *op);
+  std::optional<LogicalResult> lowerPointwiseFamily(Operation *op);
+  std::optional<LogicalResult> lowerConvFamily(Operation *op);
+  std::optional<LogicalResult> lowerResampleFamily(Operation *op);
+  /// The lowering of one op type. A family file specializes it for an op
+  /// (no declaration here) and lists the op in its family's dispatch.
+  template <typename OpTy> LogicalResult lower(OpTy op);
   // ResampleLowering.cpp.
   /// A layer whose result element at index (i_0, ...) is the input element
   /// (idx[0][i_0], ...): an empty idx[d] keeps axis d, -1 marks padding
@@ -548,8 +559,6 @@ private:
   LogicalResult gatherLayer(Operation *op, std::string kernel, int in,
                             std::vector<std::vector<int64_t>> idx,
                             std::optional<double> fill);
-  /// onnx.GatherElements, by indices known at compile or at run time.
-  LogicalResult lowerGatherElements(onnx::GatherElementsOp op);
   /// onnx.Resize (nearest or linear) and qat.resize (int8 nearest).
   LogicalResult lowerResize(Operation *op, Value in);
   /// onnx.Pad and qat.pad, every mode.

@@ -9,6 +9,8 @@
 
 #include "GraphLowering.h"
 
+#include "llvm/ADT/TypeSwitch.h"
+
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
@@ -1020,6 +1022,308 @@ LogicalResult GraphLowering::lowerReshape(Operation *op, Value inV) {
   out.manifest.tensors[tensors[a].manifestIndex] = tensors[a].desc;
   valueTensor[res] = a;
   return success();
+}
+
+/// The scalar body that is one op of `OpTy` on the (f32) operands.
+template <typename OpTy> static ScalarFn binaryFn() {
+  return [](KB &k, ArrayRef<Value> v) -> Value {
+    return k.b.create<OpTy>(k.loc, v[0], v[1]);
+  };
+}
+
+/// The axes a global pool averages: every axis after N and C.
+static std::vector<int64_t> spatialAxes(Value v) {
+  std::vector<int64_t> axes;
+  for (int64_t d = 2; d < cast<ShapedType>(v.getType()).getRank(); ++d)
+    axes.push_back(d);
+  return axes;
+}
+
+std::optional<LogicalResult> GraphLowering::lowerMapFamily(Operation *op) {
+  return llvm::TypeSwitch<Operation *, std::optional<LogicalResult>>(op)
+      .Case<qat::QuantizeOp>([&](auto o) { return lowerQuantize(o); })
+      .Case<qat::DequantizeOp>([&](auto o) { return lowerDequantize(o); })
+      .Case<qat::RequantizeOp>([&](auto o) { return lowerRequantize(o); })
+      .Case<qat::AddOp>([&](auto o) {
+        return lowerElementwise(o, o.getLhs(), o.getRhs(), false,
+                                o.getActivation());
+      })
+      .Case<qat::MulOp>([&](auto o) {
+        return lowerElementwise(o, o.getLhs(), o.getRhs(), true,
+                                o.getActivation());
+      })
+      .Case<qat::ClampOp>([&](auto o) {
+        int64_t so = tensors[tensorOf(o.getInput())].desc.storedOffset;
+        return lowerClamp(o, o.getInput(), double(o.getMin() + so),
+                          double(o.getMax() + so));
+      })
+      .Case<qat::MaxPoolOp>([&](auto o) {
+        return lowerPool(o, o.getInput(), o.getKernelShape(), o.getStrides(),
+                         o.getPads(), o.getDilations());
+      })
+      .Case<onnx::MaxPoolOp>([&](auto o) {
+        return lowerPool(o, o.getX(), o.getKernelShape(), o.getStrides(),
+                         o.getPads(), o.getDilations());
+      })
+      .Case<qat::AvgPoolOp>([&](auto o) {
+        return lowerPool(o, o.getInput(), o.getKernelShape(), o.getStrides(),
+                         o.getPads(), {}, true, o.getCountIncludePad() != 0);
+      })
+      .Case<onnx::AveragePoolOp>([&](auto o) {
+        return lowerPool(o, o.getX(), o.getKernelShape(), o.getStrides(),
+                         o.getPads(), o.getDilations(), true,
+                         o.getCountIncludePad() != 0);
+      })
+      .Case<qat::GlobalAvgPoolOp>([&](auto o) {
+        return lowerMean(o, o.getInput(), spatialAxes(o.getInput()));
+      })
+      .Case<onnx::GlobalAveragePoolOp>(
+          [&](auto o) { return lowerMean(o, o.getX(), spatialAxes(o.getX())); })
+      .Case<onnx::ReduceMeanOp>(
+          [&](auto o) { return lowerMean(o, o.getData(), o.getAxes()); })
+      .Case<onnx::ReduceSumOp>([&](auto o) {
+        return lowerReduce(o, o.getData(), o.getAxes(), ReduceKind::Sum);
+      })
+      .Case<onnx::ReduceMaxOp>([&](auto o) {
+        return lowerReduce(o, o.getData(), o.getAxes(), ReduceKind::Max);
+      })
+      .Case<onnx::ReduceMinOp>([&](auto o) {
+        return lowerReduce(o, o.getData(), o.getAxes(), ReduceKind::Min);
+      })
+      .Case<onnx::ReduceProdOp>([&](auto o) {
+        return lowerReduce(o, o.getData(), o.getAxes(), ReduceKind::Prod);
+      })
+      .Case<onnx::ReduceL1Op>([&](auto o) {
+        return lowerReduce(o, o.getData(), o.getAxes(), ReduceKind::L1);
+      })
+      .Case<onnx::ReduceL2Op>([&](auto o) {
+        return lowerReduce(o, o.getData(), o.getAxes(), ReduceKind::L2);
+      })
+      .Case<onnx::ReduceSumSquareOp>([&](auto o) {
+        return lowerReduce(o, o.getData(), o.getAxes(), ReduceKind::SumSquare);
+      })
+      .Case<onnx::LogSoftmaxOp>([&](auto o) { return lowerLogSoftmax(o); })
+      .Case<onnx::ArgMaxOp, onnx::ArgMinOp>(
+          [&](Operation *o) { return lowerArgReduce(o); })
+      .Case<onnx::TopKOp>([&](auto o) { return lowerTopK(o); })
+      .Case<onnx::EqualOp, onnx::LessOp, onnx::LessOrEqualOp, onnx::GreaterOp,
+            onnx::GreaterOrEqualOp>([&](Operation *o) -> LogicalResult {
+        if (isIntegerValue(o->getOperand(0))) {
+          // Integer comparisons (of indices): int64, bool result.
+          arith::CmpIPredicate ip =
+              isa<onnx::EqualOp>(o)         ? arith::CmpIPredicate::eq
+              : isa<onnx::LessOp>(o)        ? arith::CmpIPredicate::slt
+              : isa<onnx::LessOrEqualOp>(o) ? arith::CmpIPredicate::sle
+              : isa<onnx::GreaterOp>(o)     ? arith::CmpIPredicate::sgt
+                                            : arith::CmpIPredicate::sge;
+          return lowerIntMap(
+              o, {intSrcOf(o->getOperand(0)), intSrcOf(o->getOperand(1))},
+              "int-compare", [=](KB &k, ArrayRef<Value> v) -> Value {
+                Value c = k.b.create<arith::CmpIOp>(k.loc, ip, v[0], v[1]);
+                return k.select(c, k.cf(1.f), k.cf(0.f));
+              });
+        }
+        // Bool results are f32 0 / 1.
+        arith::CmpFPredicate pred =
+            isa<onnx::EqualOp>(o)         ? arith::CmpFPredicate::OEQ
+            : isa<onnx::LessOp>(o)        ? arith::CmpFPredicate::OLT
+            : isa<onnx::LessOrEqualOp>(o) ? arith::CmpFPredicate::OLE
+            : isa<onnx::GreaterOp>(o)     ? arith::CmpFPredicate::OGT
+                                          : arith::CmpFPredicate::OGE;
+        return lowerBinary(
+            o, "compare", [=](KB &k, ArrayRef<Value> v) -> Value {
+              Value c = k.b.create<arith::CmpFOp>(k.loc, pred, v[0], v[1]);
+              return k.select(c, k.cf(1.f), k.cf(0.f));
+            });
+      })
+      .Case<onnx::CastOp>([&](onnx::CastOp o) -> LogicalResult {
+        Type from = getElementTypeOrSelf(o.getInput().getType());
+        Type to = getElementTypeOrSelf(o.getType());
+        // Bool is held as f32 0 / 1: to f32 it is the same bytes.
+        if ((from.isF32() || from.isInteger(1)) && to.isF32()) {
+          valueTensor[o.getResult()] = tensorOf(o.getInput());
+          return success();
+        }
+        if (from.isF32() && to.isInteger(1))
+          return lowerUnary(o, "to-bool", [](KB &k, ArrayRef<Value> v) {
+            Value c = k.b.create<arith::CmpFOp>(
+                k.loc, arith::CmpFPredicate::UNE, v[0], k.cf(0.f));
+            return k.select(c, k.cf(1.f), k.cf(0.f));
+          });
+        bool fromInt = isIntegerValue(o.getInput()),
+             toInt = isIntegerValue(o.getResult());
+        if ((fromInt || from.isF32() || from.isInteger(1)) &&
+            (toInt || to.isF32() || to.isInteger(1))) {
+          // Integers through int64: f32 to integers truncates toward
+          // zero (ONNX), integers to bool compare with 0.
+          bool toBool = to.isInteger(1);
+          return lowerIntMap(
+              o, {fromInt ? intSrcOf(o.getInput()) : srcOf(o.getInput())},
+              "cast", [=](KB &k, ArrayRef<Value> v) -> Value {
+                OpBuilder &b = k.b;
+                Value x = v[0];
+                if (x.getType() == k.f32)
+                  return b.create<arith::FPToSIOp>(k.loc, k.i64, x);
+                if (toBool) {
+                  Value c = b.create<arith::CmpIOp>(
+                      k.loc, arith::CmpIPredicate::ne, x, k.c(0));
+                  return k.select(c, k.cf(1.f), k.cf(0.f));
+                }
+                if (!toInt)
+                  return b.create<arith::SIToFPOp>(k.loc, k.f32, x);
+                return x;
+              });
+        }
+        return o.emitError("qatc compiles Cast between f32, bool, "
+                           "int32 and int64 only; this one casts ")
+               << from << " to " << to;
+      })
+      .Case<onnx::NotOp>([&](auto o) {
+        return lowerUnary(o, "not", [](KB &k, ArrayRef<Value> v) {
+          return k.b.create<arith::SubFOp>(k.loc, k.cf(1.f), v[0]);
+        });
+      })
+      .Case<onnx::AndOp>([&](auto o) {
+        return lowerBinary(o, "and", binaryFn<arith::MulFOp>());
+      })
+      .Case<onnx::OrOp>([&](auto o) {
+        return lowerBinary(o, "or", binaryFn<arith::MaximumFOp>());
+      })
+      .Case<onnx::XorOp>([&](auto o) {
+        return lowerBinary(o, "xor", [](KB &k, ArrayRef<Value> v) {
+          Value c = k.b.create<arith::CmpFOp>(k.loc, arith::CmpFPredicate::ONE,
+                                              v[0], v[1]);
+          return k.select(c, k.cf(1.f), k.cf(0.f));
+        });
+      })
+      .Case<onnx::WhereOp>([&](auto o) -> LogicalResult {
+        if (isIntegerValue(o.getResult()))
+          return lowerIntMap(
+              o,
+              {srcOf(o.getCondition()), intSrcOf(o.getX()), intSrcOf(o.getY())},
+              "int-where", [](KB &k, ArrayRef<Value> v) -> Value {
+                Value c = k.b.create<arith::CmpFOp>(
+                    k.loc, arith::CmpFPredicate::ONE, v[0], k.cf(0.f));
+                return k.select(c, v[1], v[2]);
+              });
+        return lowerMap(
+            o, {srcOf(o.getCondition()), srcOf(o.getX()), srcOf(o.getY())},
+            "where", [](KB &k, ArrayRef<Value> v) -> Value {
+              Value c = k.b.create<arith::CmpFOp>(
+                  k.loc, arith::CmpFPredicate::ONE, v[0], k.cf(0.f));
+              return k.select(c, v[1], v[2]);
+            });
+      })
+      .Case<qat::ConcatOp>(
+          [&](auto o) { return lowerConcat(o, o.getInputs(), o.getAxis()); })
+      .Case<onnx::ConcatOp>(
+          [&](auto o) { return lowerConcat(o, o.getInputs(), o.getAxis()); })
+      .Case<qat::TransposeOp>(
+          [&](auto o) { return lowerTranspose(o, o.getInput(), o.getPerm()); })
+      .Case<onnx::TransposeOp>(
+          [&](auto o) { return lowerTranspose(o, o.getData(), o.getPerm()); })
+      .Case<qat::SliceOp>([&](auto o) {
+        return lowerSlice(o, o.getInput(), o.getStarts(), o.getSteps());
+      })
+      .Case<onnx::SliceOp>([&](auto o) {
+        return lowerSlice(o, o.getData(), o.getStarts(), o.getSteps());
+      })
+      .Case<onnx::BatchNormalizationOp>(
+          [&](auto o) { return lowerBatchNorm(o); })
+      .Case<onnx::SoftmaxOp>([&](auto o) { return lowerSoftmax(o); })
+      .Case<onnx::LayerNormalizationOp>(
+          [&](auto o) { return lowerLayerNorm(o); })
+      .Case<onnx::PowOp>([&](auto o) { return lowerPow(o); })
+      .Case<onnx::AddOp, onnx::SubOp, onnx::MulOp, onnx::DivOp, onnx::ModOp,
+            onnx::MaxOp, onnx::MinOp>([&](Operation *o) -> LogicalResult {
+        if (!isIntegerValue(o->getResult(0)))
+          return lowerPointwise(o);
+        // Integer arithmetic on indices, in int64 (ONNX Div
+        // truncates, Mod without fmod takes the divisor's sign).
+        bool fmod = false;
+        if (auto m = dyn_cast<onnx::ModOp>(o))
+          fmod = m.getFmod() != 0;
+        return lowerIntMap(
+            o, {intSrcOf(o->getOperand(0)), intSrcOf(o->getOperand(1))},
+            "int-" + o->getName().stripDialect().lower(),
+            [o, fmod](KB &k, ArrayRef<Value> v) -> Value {
+              OpBuilder &b = k.b;
+              Value x = v[0], y = v[1];
+              if (isa<onnx::AddOp>(o))
+                return b.create<arith::AddIOp>(k.loc, x, y);
+              if (isa<onnx::SubOp>(o))
+                return b.create<arith::SubIOp>(k.loc, x, y);
+              if (isa<onnx::MulOp>(o))
+                return b.create<arith::MulIOp>(k.loc, x, y);
+              if (isa<onnx::MaxOp>(o))
+                return b.create<arith::MaxSIOp>(k.loc, x, y);
+              if (isa<onnx::MinOp>(o))
+                return b.create<arith::MinSIOp>(k.loc, x, y);
+              // Division by 0 (and by -1, for Mod) gives 0, as
+              // the reference.
+              Value zero = k.c(0);
+              Value bad = b.create<arith::CmpIOp>(
+                  k.loc, arith::CmpIPredicate::eq, y, zero);
+              if (isa<onnx::ModOp>(o))
+                bad = b.create<arith::OrIOp>(
+                    k.loc, bad,
+                    b.create<arith::CmpIOp>(k.loc, arith::CmpIPredicate::eq, y,
+                                            k.c(-1)));
+              Value safe = k.select(bad, k.c(1), y);
+              if (isa<onnx::DivOp>(o))
+                return k.select(bad, zero,
+                                b.create<arith::DivSIOp>(k.loc, x, safe));
+              Value r = b.create<arith::RemSIOp>(k.loc, x, safe);
+              if (!fmod) {
+                // r != 0 and sign(r) != sign(y): r + y.
+                Value rneg = b.create<arith::CmpIOp>(
+                    k.loc, arith::CmpIPredicate::slt, r, zero);
+                Value yneg = b.create<arith::CmpIOp>(
+                    k.loc, arith::CmpIPredicate::slt, safe, zero);
+                Value nz = b.create<arith::CmpIOp>(
+                    k.loc, arith::CmpIPredicate::ne, r, zero);
+                Value differ = b.create<arith::AndIOp>(
+                    k.loc, nz, b.create<arith::XOrIOp>(k.loc, rneg, yneg));
+                r = k.select(differ, b.create<arith::AddIOp>(k.loc, r, safe),
+                             r);
+              }
+              return k.select(bad, zero, r);
+            });
+      })
+      .Case<onnx::SplitOp>([&](onnx::SplitOp o) -> LogicalResult {
+        // Every piece is a slice view of the input.
+        int in = tensorOf(o.getInput());
+        int64_t rank = cast<ShapedType>(o.getInput().getType()).getRank(),
+                axis = static_cast<int64_t>(o.getAxis());
+        if (axis < 0)
+          axis += rank;
+        std::vector<int64_t> st = stridesOf(tensors[in]);
+        int64_t base = tensors[in].view ? tensors[in].vbase : 0;
+        for (Value r : o.getResults()) {
+          makeView(in, r, st, base);
+          base += cast<ShapedType>(r.getType()).getDimSize(axis) * st[axis];
+        }
+        return success();
+      })
+      .Case<onnx::IdentityOp>([&](auto o) {
+        valueTensor[o->getResult(0)] = tensorOf(o->getOperand(0));
+        return success();
+      })
+      .Case<onnx::SqueezeOp, onnx::UnsqueezeOp>(
+          [&](Operation *o) { return lowerReshape(o, o->getOperand(0)); })
+      .Case<qat::ReshapeOp>([&](auto o) {
+        if (auto r = tryZeroInsertion(o))
+          return *r;
+        return lowerReshape(o, o.getInput());
+      })
+      .Case<onnx::FlattenOp>(
+          [&](auto o) { return lowerReshape(o, o.getInput()); })
+      .Case<onnx::ReshapeOp>([&](auto o) {
+        if (auto r = tryZeroInsertion(o))
+          return *r;
+        return lowerReshape(o, o.getData());
+      })
+      .Default([](Operation *) { return std::nullopt; });
 }
 
 } // namespace qatc::codegen::lowering

@@ -462,4 +462,50 @@ LogicalResult GraphLowering::lowerPointwise(Operation *op) {
                   *elementwiseBody(op), {}, std::nullopt, /*lanes=*/true);
 }
 
+std::optional<LogicalResult>
+GraphLowering::lowerPointwiseFamily(Operation *op) {
+  return llvm::TypeSwitch<Operation *, std::optional<LogicalResult>>(op)
+      .Case<onnx::SigmoidOp, onnx::HardSigmoidOp, onnx::HardSwishOp,
+            onnx::ErfOp, onnx::TanhOp, onnx::ExpOp, onnx::SqrtOp,
+            onnx::LeakyReluOp, onnx::LogOp, onnx::AbsOp, onnx::NegOp,
+            onnx::ReciprocalOp, onnx::FloorOp, onnx::CeilOp, onnx::RoundOp,
+            onnx::SignOp, onnx::SoftplusOp, onnx::EluOp, onnx::PReluOp,
+            onnx::ScalarMathOpInterface>(
+          [&](Operation *o) { return lowerPointwise(o); })
+      .Case<onnx::ReluOp>([&](auto o) {
+        if (auto fusedMap = tryFusedMap(o))
+          return *fusedMap;
+        return lowerClamp(o, o.getX(), 0.0,
+                          std::numeric_limits<double>::infinity());
+      })
+      .Case<onnx::ClipOp>([&](auto o) {
+        if (isIntegerValue(o.getX())) {
+          // Integers clamp exactly (bounds are whole numbers of the
+          // data's type).
+          std::optional<int64_t> lo, hi;
+          if (o.getMin())
+            lo = static_cast<int64_t>(o.getMin()->convertToDouble());
+          if (o.getMax())
+            hi = static_cast<int64_t>(o.getMax()->convertToDouble());
+          return lowerIntMap(
+              o, {intSrcOf(o.getX())}, "clip",
+              [=](KB &k, ArrayRef<Value> v) -> Value {
+                Value x = v[0];
+                if (lo)
+                  x = k.b.create<arith::MaxSIOp>(k.loc, x, k.c(*lo));
+                if (hi)
+                  x = k.b.create<arith::MinSIOp>(k.loc, x, k.c(*hi));
+                return x;
+              });
+        }
+        if (auto fusedMap = tryFusedMap(o))
+          return *fusedMap;
+        double inf = std::numeric_limits<double>::infinity();
+        return lowerClamp(o, o.getX(),
+                          o.getMin() ? o.getMin()->convertToDouble() : -inf,
+                          o.getMax() ? o.getMax()->convertToDouble() : inf);
+      })
+      .Default([](Operation *) { return std::nullopt; });
+}
+
 } // namespace qatc::codegen::lowering

@@ -12,6 +12,8 @@
 
 #include "GraphLowering.h"
 
+#include "llvm/ADT/TypeSwitch.h"
+
 #include <cmath>
 
 using namespace mlir;
@@ -391,7 +393,8 @@ LogicalResult GraphLowering::lowerRowGather(Operation *op, Value data,
   return success();
 }
 
-LogicalResult GraphLowering::lowerGatherElements(onnx::GatherElementsOp op) {
+/// onnx.GatherElements, by indices known at compile or at run time.
+template <> LogicalResult GraphLowering::lower(onnx::GatherElementsOp op) {
   Value data = op.getData(), indices = op.getIndices();
   auto dataShape = cast<ShapedType>(data.getType()).getShape();
   auto idxShape = cast<ShapedType>(indices.getType()).getShape();
@@ -562,6 +565,25 @@ LogicalResult GraphLowering::lowerExpand(onnx::ExpandOp op) {
       st[lead + d] = si[d];
   makeView(in, op.getResult(), st, tensors[in].view ? tensors[in].vbase : 0);
   return success();
+}
+
+std::optional<LogicalResult> GraphLowering::lowerResampleFamily(Operation *op) {
+  return llvm::TypeSwitch<Operation *, std::optional<LogicalResult>>(op)
+      .Case<onnx::PadOp, qat::PadOp>([&](Operation *o) { return lowerPad(o); })
+      .Case<onnx::ResizeOp>([&](auto o) { return lowerResize(o, o.getX()); })
+      .Case<qat::ResizeOp>([&](auto o) { return lowerResize(o, o.getInput()); })
+      .Case<onnx::GatherOp>([&](auto o) {
+        return lowerGather(o, o.getData(), o.getIndices(), o.getAxis());
+      })
+      .Case<onnx::GatherElementsOp>([&](auto o) { return lower(o); })
+      .Case<qat::GatherOp>([&](auto o) {
+        return lowerGather(o, o.getInput(), o.getIndices(), o.getAxis());
+      })
+      .Case<onnx::DepthToSpaceOp, onnx::SpaceToDepthOp>(
+          [&](Operation *o) { return lowerDepthSpace(o); })
+      .Case<onnx::TileOp>([&](auto o) { return lowerTile(o); })
+      .Case<onnx::ExpandOp>([&](auto o) { return lowerExpand(o); })
+      .Default([](Operation *) { return std::nullopt; });
 }
 
 } // namespace qatc::codegen::lowering

@@ -427,3 +427,19 @@ Results qatc::ref::evalPool(Operation *op, ArrayRef<Tensor> in,
   return one(poolWindow(x, resultShape(op), kernel, strides, pads, dilations,
                         isMax, countPad));
 }
+
+std::optional<Results> qatc::ref::evalConvFamily(Operation *op,
+                                                 ArrayRef<Tensor> in,
+                                                 const KernelContext &ctx) {
+  return llvm::TypeSwitch<Operation *, std::optional<Results>>(op)
+      .Case<onnx::MaxPoolOp, onnx::AveragePoolOp, onnx::GlobalAveragePoolOp,
+            onnx::GlobalMaxPoolOp>(
+          [&](Operation *o) { return evalPool(o, in, ctx); })
+      .Case([&](onnx::ConvOp o) { return evalConv(o, in, ctx); })
+      .Case([&](onnx::ConvTransposeOp o) {
+        return evalConvTranspose(o, in, ctx);
+      })
+      .Case([&](onnx::GemmOp o) { return evalGemm(o, in, ctx); })
+      .Case([&](onnx::MatMulOp o) { return evalMatMul(o, in, ctx); })
+      .Default([](Operation *) { return std::nullopt; });
+}

@@ -180,8 +180,9 @@ void splitAround(ArrayRef<int64_t> shape, int64_t axis, int64_t &outer,
 
 } // namespace
 
-Results qatc::ref::evalScalarMath(onnx::ScalarMathOpInterface op,
-                                  ArrayRef<Tensor> in) {
+namespace {
+/// An op defined by one scalar function (Onnx_MathOp), on f32 or f64.
+Results evalScalarMath(onnx::ScalarMathOpInterface op, ArrayRef<Tensor> in) {
   const Tensor &x = in[0];
   if (x.dtype() == DType::F32)
     return one(mapUnary<float>(x, [&](float v) { return op.evalF32(v); }));
@@ -189,6 +190,7 @@ Results qatc::ref::evalScalarMath(onnx::ScalarMathOpInterface op,
     return one(mapUnary<double>(x, [&](double v) { return op.evalF64(v); }));
   return unsupportedType(op, x);
 }
+} // namespace
 
 Results qatc::ref::evalUnary(Operation *op, ArrayRef<Tensor> in,
                              const KernelContext &ctx) {
@@ -997,4 +999,51 @@ Results qatc::ref::evalDequantize(onnx::DequantizeLinearOp op,
   if (!ok)
     return unsupportedType(op, x);
   return one(std::move(out));
+}
+
+std::optional<Results>
+qatc::ref::evalElementwiseFamily(Operation *op, ArrayRef<Tensor> in,
+                                 const KernelContext &ctx) {
+  if (auto math = dyn_cast<onnx::ScalarMathOpInterface>(op))
+    return evalScalarMath(math, in);
+  return llvm::TypeSwitch<Operation *, std::optional<Results>>(op)
+      .Case<onnx::ReluOp, onnx::SigmoidOp, onnx::TanhOp, onnx::ErfOp,
+            onnx::SqrtOp, onnx::ExpOp, onnx::LogOp, onnx::NegOp, onnx::AbsOp,
+            onnx::ReciprocalOp, onnx::HardSwishOp, onnx::LeakyReluOp,
+            onnx::HardSigmoidOp, onnx::ClipOp, onnx::IdentityOp, onnx::FloorOp,
+            onnx::CeilOp, onnx::RoundOp, onnx::SignOp, onnx::NotOp,
+            onnx::SoftplusOp, onnx::EluOp>(
+          [&](Operation *o) { return evalUnary(o, in, ctx); })
+      .Case<onnx::AddOp, onnx::SubOp, onnx::MulOp, onnx::DivOp, onnx::PowOp,
+            onnx::MaxOp, onnx::MinOp, onnx::ModOp, onnx::PReluOp, onnx::AndOp,
+            onnx::OrOp, onnx::XorOp, onnx::EqualOp, onnx::LessOp,
+            onnx::LessOrEqualOp, onnx::GreaterOp, onnx::GreaterOrEqualOp>(
+          [&](Operation *o) { return evalBinary(o, in, ctx); })
+      .Case([&](onnx::CastOp c) -> Results {
+        auto to = toDType(getElementTypeOrSelf(c.getType()), ctx);
+        if (!to)
+          return c.emitOpError("cast to an unsupported type"), failure();
+        return one(castTensor(in[0], *to));
+      })
+      .Case([&](onnx::QuantizeLinearOp q) { return evalQuantize(q, in, ctx); })
+      .Case([&](onnx::DequantizeLinearOp q) {
+        return evalDequantize(q, in, ctx);
+      })
+      .Case([&](onnx::BatchNormalizationOp o) {
+        return evalBatchNorm(o, in, ctx);
+      })
+      .Case([&](onnx::LayerNormalizationOp o) {
+        return evalLayerNorm(o, in, ctx);
+      })
+      .Case([&](onnx::SoftmaxOp o) { return evalSoftmax(o, in, ctx); })
+      .Case<onnx::ReduceMeanOp, onnx::ReduceSumOp, onnx::ReduceMaxOp,
+            onnx::ReduceMinOp, onnx::ReduceProdOp, onnx::ReduceL1Op,
+            onnx::ReduceL2Op, onnx::ReduceSumSquareOp, onnx::ReduceLogSumExpOp>(
+          [&](Operation *o) { return evalReduce(o, in, ctx); })
+      .Case<onnx::ArgMaxOp, onnx::ArgMinOp>(
+          [&](Operation *o) { return evalArgReduce(o, in, ctx); })
+      .Case([&](onnx::TopKOp o) { return evalTopK(o, in, ctx); })
+      .Case([&](onnx::LogSoftmaxOp o) { return evalLogSoftmax(o, in, ctx); })
+      .Case([&](onnx::WhereOp o) { return evalWhere(o, in, ctx); })
+      .Default([](Operation *) { return std::nullopt; });
 }

@@ -121,8 +121,6 @@ FailureOr<Tensor> constantTensor(onnx::ConstantOp op,
 
 /// Dispatches one op to its kernel.
 Results evalOp(Operation *op, ArrayRef<Tensor> in, const KernelContext &ctx) {
-  if (auto math = dyn_cast<onnx::ScalarMathOpInterface>(op))
-    return evalScalarMath(math, in);
   return llvm::TypeSwitch<Operation *, Results>(op)
       .Case([&](onnx::ConstantOp c) -> Results {
         auto t = constantTensor(c, ctx);
@@ -130,84 +128,12 @@ Results evalOp(Operation *op, ArrayRef<Tensor> in, const KernelContext &ctx) {
           return failure();
         return one(*t);
       })
-      .Case<onnx::ReluOp, onnx::SigmoidOp, onnx::TanhOp, onnx::ErfOp,
-            onnx::SqrtOp, onnx::ExpOp, onnx::LogOp, onnx::NegOp, onnx::AbsOp,
-            onnx::ReciprocalOp, onnx::HardSwishOp, onnx::LeakyReluOp,
-            onnx::HardSigmoidOp, onnx::ClipOp, onnx::IdentityOp, onnx::FloorOp,
-            onnx::CeilOp, onnx::RoundOp, onnx::SignOp, onnx::NotOp,
-            onnx::SoftplusOp, onnx::EluOp>(
-          [&](Operation *o) { return evalUnary(o, in, ctx); })
-      .Case<onnx::AddOp, onnx::SubOp, onnx::MulOp, onnx::DivOp, onnx::PowOp,
-            onnx::MaxOp, onnx::MinOp, onnx::ModOp, onnx::PReluOp, onnx::AndOp,
-            onnx::OrOp, onnx::XorOp, onnx::EqualOp, onnx::LessOp,
-            onnx::LessOrEqualOp, onnx::GreaterOp, onnx::GreaterOrEqualOp>(
-          [&](Operation *o) { return evalBinary(o, in, ctx); })
-      .Case<onnx::MaxPoolOp, onnx::AveragePoolOp, onnx::GlobalAveragePoolOp,
-            onnx::GlobalMaxPoolOp>(
-          [&](Operation *o) { return evalPool(o, in, ctx); })
-      .Case<onnx::ReshapeOp, onnx::FlattenOp, onnx::SqueezeOp,
-            onnx::UnsqueezeOp>([&](Operation *o) {
-        // Row-major data is unchanged; only the shape differs.
-        return one(in[0].reshaped(resultShape(o)));
-      })
-      .Case([&](onnx::ShapeOp s) {
-        Tensor t(DType::I64, resultShape(s));
-        ArrayRef<int64_t> shape = in[0].shape();
-        int64_t start = static_cast<int64_t>(s.getStart());
-        if (start < 0)
-          start += shape.size();
-        start = std::clamp<int64_t>(start, 0, shape.size());
-        for (int64_t i = 0; i < t.numElements(); ++i)
-          t.mutableData<int64_t>()[i] = shape[start + i];
-        return one(std::move(t));
-      })
-      .Case([&](onnx::CastOp c) -> Results {
-        auto to = toDType(getElementTypeOrSelf(c.getType()), ctx);
-        if (!to)
-          return c.emitOpError("cast to an unsupported type"), failure();
-        return one(castTensor(in[0], *to));
-      })
-      .Case([&](onnx::QuantizeLinearOp q) { return evalQuantize(q, in, ctx); })
-      .Case([&](onnx::DequantizeLinearOp q) {
-        return evalDequantize(q, in, ctx);
-      })
-      .Case([&](onnx::ConvOp o) { return evalConv(o, in, ctx); })
-      .Case([&](onnx::ConvTransposeOp o) {
-        return evalConvTranspose(o, in, ctx);
-      })
-      .Case([&](onnx::GemmOp o) { return evalGemm(o, in, ctx); })
-      .Case([&](onnx::MatMulOp o) { return evalMatMul(o, in, ctx); })
-      .Case([&](onnx::BatchNormalizationOp o) {
-        return evalBatchNorm(o, in, ctx);
-      })
-      .Case([&](onnx::LayerNormalizationOp o) {
-        return evalLayerNorm(o, in, ctx);
-      })
-      .Case([&](onnx::SoftmaxOp o) { return evalSoftmax(o, in, ctx); })
-      .Case<onnx::ReduceMeanOp, onnx::ReduceSumOp, onnx::ReduceMaxOp,
-            onnx::ReduceMinOp, onnx::ReduceProdOp, onnx::ReduceL1Op,
-            onnx::ReduceL2Op, onnx::ReduceSumSquareOp, onnx::ReduceLogSumExpOp>(
-          [&](Operation *o) { return evalReduce(o, in, ctx); })
-      .Case<onnx::ArgMaxOp, onnx::ArgMinOp>(
-          [&](Operation *o) { return evalArgReduce(o, in, ctx); })
-      .Case([&](onnx::TopKOp o) { return evalTopK(o, in, ctx); })
-      .Case([&](onnx::LogSoftmaxOp o) { return evalLogSoftmax(o, in, ctx); })
-      .Case([&](onnx::WhereOp o) { return evalWhere(o, in, ctx); })
-      .Case([&](onnx::ExpandOp o) { return evalExpand(o, in, ctx); })
-      .Case([&](onnx::TileOp o) { return evalTile(o, in, ctx); })
-      .Case<onnx::DepthToSpaceOp, onnx::SpaceToDepthOp>(
-          [&](Operation *o) { return evalDepthSpace(o, in, ctx); })
-      .Case([&](onnx::ConcatOp o) { return evalConcat(o, in, ctx); })
-      .Case([&](onnx::SplitOp o) { return evalSplit(o, in, ctx); })
-      .Case([&](onnx::SliceOp o) { return evalSlice(o, in, ctx); })
-      .Case([&](onnx::TransposeOp o) { return evalTranspose(o, in, ctx); })
-      .Case([&](onnx::GatherOp o) { return evalGather(o, in, ctx); })
-      .Case([&](onnx::GatherElementsOp o) {
-        return evalGatherElements(o, in, ctx);
-      })
-      .Case([&](onnx::PadOp o) { return evalPad(o, in, ctx); })
-      .Case([&](onnx::ResizeOp o) { return evalResize(o, in, ctx); })
       .Default([&](Operation *o) -> Results {
+        // Each kernel file evaluates the ops of its family.
+        for (auto family :
+             {evalElementwiseFamily, evalMovementFamily, evalConvFamily})
+          if (std::optional<Results> r = family(o, in, ctx))
+            return std::move(*r);
         if (isa<qatc::qat::QatDialect>(o->getDialect()))
           return evalQat(o, in, ctx);
         if (auto u = dyn_cast<onnx::UnsupportedOp>(o))

@@ -43,10 +43,21 @@ template <typename Fn> void dispatchFloat(DType type, Fn &&fn) {
     fn(float());
 }
 
+/// The ops of each kernel file's family (ElementwiseKernels.cpp,
+/// MovementKernels.cpp, ConvKernels.cpp): the op's results, or nullopt when
+/// `op` is not of the family. A new op's kernel and its line in the
+/// dispatch live in the family's file.
+std::optional<Results> evalElementwiseFamily(mlir::Operation *op,
+                                             llvm::ArrayRef<Tensor> in,
+                                             const KernelContext &ctx);
+std::optional<Results> evalMovementFamily(mlir::Operation *op,
+                                          llvm::ArrayRef<Tensor> in,
+                                          const KernelContext &ctx);
+std::optional<Results> evalConvFamily(mlir::Operation *op,
+                                      llvm::ArrayRef<Tensor> in,
+                                      const KernelContext &ctx);
+
 // ElementwiseKernels.cpp
-/// An op defined by one scalar function (Onnx_MathOp), on f32 or f64.
-Results evalScalarMath(onnx::ScalarMathOpInterface op,
-                       llvm::ArrayRef<Tensor> in);
 Results evalUnary(mlir::Operation *op, llvm::ArrayRef<Tensor> in,
                   const KernelContext &ctx);
 Results evalBinary(mlir::Operation *op, llvm::ArrayRef<Tensor> in,
@@ -120,8 +131,6 @@ Results evalTranspose(OpTy op, llvm::ArrayRef<Tensor> in,
 template <typename OpTy>
 Results evalGather(OpTy op, llvm::ArrayRef<Tensor> in,
                    const KernelContext &ctx);
-Results evalGatherElements(qatc::onnx::GatherElementsOp op,
-                           llvm::ArrayRef<Tensor> in, const KernelContext &ctx);
 /// onnx.Pad and its int8 twin qat.pad.
 Results evalPad(mlir::Operation *op, llvm::ArrayRef<Tensor> in,
                 const KernelContext &ctx);

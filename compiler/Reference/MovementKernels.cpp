@@ -12,6 +12,7 @@
 #include "qatc/Reference/Evaluator.h"
 
 #include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 #include <cmath>
 #include <cstring>
@@ -140,9 +141,9 @@ Results qatc::ref::evalGather(OpTy op, ArrayRef<Tensor> in,
   return one(std::move(out));
 }
 
-Results qatc::ref::evalGatherElements(onnx::GatherElementsOp op,
-                                      ArrayRef<Tensor> in,
-                                      const KernelContext &) {
+namespace {
+Results evalGatherElements(onnx::GatherElementsOp op, ArrayRef<Tensor> in,
+                           const KernelContext &) {
   const Tensor &x = in[0], &indices = in[1];
   Tensor out(x.dtype(), indices.shape());
   int64_t axis = static_cast<int64_t>(op.getAxis());
@@ -171,6 +172,7 @@ Results qatc::ref::evalGatherElements(onnx::GatherElementsOp op,
   }
   return one(std::move(out));
 }
+} // namespace
 
 // The same byte movers serve the onnx ops and their int8 twins in qat.
 #define QATC_INSTANTIATE(fn, op)                                               \
@@ -484,4 +486,42 @@ Results qatc::ref::evalDepthSpace(Operation *op, ArrayRef<Tensor> in,
   }
   return one(permuted(x, {n, c, h / b, b, w / b, b}, {0, 3, 5, 1, 2, 4},
                       resultShape(op)));
+}
+
+std::optional<Results> qatc::ref::evalMovementFamily(Operation *op,
+                                                     ArrayRef<Tensor> in,
+                                                     const KernelContext &ctx) {
+  return llvm::TypeSwitch<Operation *, std::optional<Results>>(op)
+      .Case<onnx::ReshapeOp, onnx::FlattenOp, onnx::SqueezeOp,
+            onnx::UnsqueezeOp>([&](Operation *o) {
+        // Row-major data is unchanged; only the shape differs.
+        return one(in[0].reshaped(resultShape(o)));
+      })
+      .Case([&](onnx::ShapeOp s) {
+        Tensor t(DType::I64, resultShape(s));
+        ArrayRef<int64_t> shape = in[0].shape();
+        int64_t start = static_cast<int64_t>(s.getStart());
+        if (start < 0)
+          start += shape.size();
+        start = std::clamp<int64_t>(start, 0, shape.size());
+        for (int64_t i = 0; i < t.numElements(); ++i)
+          t.mutableData<int64_t>()[i] = shape[start + i];
+        return one(std::move(t));
+      })
+      .Case([&](onnx::ExpandOp o) { return evalExpand(o, in, ctx); })
+      .Case([&](onnx::TileOp o) { return evalTile(o, in, ctx); })
+      .Case<onnx::DepthToSpaceOp, onnx::SpaceToDepthOp>(
+          [&](Operation *o) { return evalDepthSpace(o, in, ctx); })
+      .Case([&](onnx::ConcatOp o) { return evalConcat(o, in, ctx); })
+      .Case([&](onnx::SplitOp o) { return evalSplit(o, in, ctx); })
+      .Case([&](onnx::SliceOp o) { return evalSlice(o, in, ctx); })
+      .Case([&](onnx::TransposeOp o) { return evalTranspose(o, in, ctx); })
+      .Case([&](onnx::GatherOp o) { return evalGather(o, in, ctx); })
+      .Case([&](onnx::GatherElementsOp o) {
+        return evalGatherElements(o, in, ctx);
+      })
+      .Case([&](onnx::PadOp o) { return evalPad(o, in, ctx); })
+      .Case([&](onnx::ResizeOp o) { return evalResize(o, in, ctx); })
+
+      .Default([](Operation *) { return std::nullopt; });
 }
