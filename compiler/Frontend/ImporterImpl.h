@@ -233,9 +233,17 @@ mlir::LogicalResult importRange(NodeImporter &ni);
 mlir::LogicalResult importSize(NodeImporter &ni);
 mlir::LogicalResult importUpsample(NodeImporter &ni);
 
-// Handlers of OnnxLossImporters.cpp.
+// Handlers of OnnxComposedImporters.cpp: ops imported as compositions of
+// other ops.
 mlir::LogicalResult importNllLoss(NodeImporter &ni);
 mlir::LogicalResult importSoftmaxCrossEntropyLoss(NodeImporter &ni);
+mlir::LogicalResult importTrilu(NodeImporter &ni);
+mlir::LogicalResult importEyeLike(NodeImporter &ni);
+mlir::LogicalResult importHardmax(NodeImporter &ni);
+mlir::LogicalResult importOneHot(NodeImporter &ni);
+mlir::LogicalResult importIsNaN(NodeImporter &ni);
+mlir::LogicalResult importIsInf(NodeImporter &ni);
+mlir::LogicalResult importReduceLogSum(NodeImporter &ni);
 
 /// The handler for `opType` in the default ONNX domain, or null when qatc
 /// does not support it.

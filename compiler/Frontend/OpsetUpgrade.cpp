@@ -66,16 +66,21 @@ const char *const kCompatible[] = {
     "Unique", "Where", "Xor"};
 
 /// Ops whose versions before opset 7 differ from their opset-7 version only
-/// by the `consumed_inputs` attribute (or not at all); binary arithmetic is
-/// absent (its old `broadcast` attribute changes the meaning).
+/// by the `consumed_inputs` attribute (or not at all; the reductions gained
+/// negative axes later); binary arithmetic is absent (its old `broadcast`
+/// attribute changes the meaning).
 const char *const kUnchangedBeforeOpset7[] = {
-    "Abs",           "Ceil",        "Elu",
-    "Exp",           "Floor",       "GlobalAveragePool",
-    "GlobalMaxPool", "HardSigmoid", "Identity",
-    "LeakyRelu",     "Log",         "Neg",
-    "Not",           "Reciprocal",  "Relu",
-    "Selu",          "Sigmoid",     "Softplus",
-    "Softsign",      "Sqrt",        "Tanh"};
+    "Abs",           "Ceil",         "Elu",
+    "Exp",           "Floor",        "GlobalAveragePool",
+    "GlobalMaxPool", "HardSigmoid",  "Identity",
+    "LeakyRelu",     "Log",          "Neg",
+    "Not",           "Reciprocal",   "ReduceL1",
+    "ReduceL2",      "ReduceLogSum", "ReduceLogSumExp",
+    "ReduceMax",     "ReduceMean",   "ReduceMin",
+    "ReduceProd",    "ReduceSum",    "ReduceSumSquare",
+    "Relu",          "Selu",         "Sigmoid",
+    "Softplus",      "Softsign",     "Sqrt",
+    "Tanh"};
 
 /// What the upgrade knows of the graph's tensors (from ONNX shape
 /// inference on a copy): element type and rank, when known.
