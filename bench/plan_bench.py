@@ -2,7 +2,7 @@
 """qatc plans against ONNX Runtime (npm onnxruntime-node) in one run.
 
   /usr/bin/python3 bench/plan_bench.py [--threads 1 2] [--runs 300] [--torch] \\
-      model.onnx:input_name=x.npy ...
+      model.onnx[:input_name=x.npy[,other=y.npy ...]] ...
 
 For each model: `qatc compile`, `qatc bench --json` (median of --runs runs)
 and ORT's median on the same model (graph optimizations on, sequential),
@@ -41,10 +41,12 @@ def main():
         name = os.path.splitext(os.path.basename(model))[0]
         plan = os.path.join(args.work, name + ".plan")
         compile_cmd = [args.qatc, "compile", model, "-o", plan]
-        # Dynamic dimensions take their sizes from the input data.
-        if feed and "=" in feed:
+        # Dynamic dimensions take their sizes from the input data (one
+        # name=x.npy per input, comma-separated).
+        feeds = [f for f in feed.split(",") if "=" in f] if feed else []
+        for f in feeds:
             import numpy as np
-            input_name, _, npy = feed.partition("=")
+            input_name, _, npy = f.partition("=")
             shape = np.load(npy, mmap_mode="r").shape
             compile_cmd.append("--input-shape=%s=%s" % (
                 input_name, "x".join(str(d) for d in shape)))
@@ -57,7 +59,7 @@ def main():
             env = dict(os.environ, ORT_THREADS=str(t))
             o = json.loads(subprocess.run(
                 ["node", os.path.join(ROOT, "tests", "ort", "time.js"), model,
-                 str(args.runs)] + ([feed] if feed else []), check=True,
+                 str(args.runs)] + feeds, check=True,
                 capture_output=True, text=True, env=env).stdout)
             # Conv/matmul layers of the plan's main precision, against that
             # precision's peak (int8: 256 ops/cycle, fp32: 64 flops/cycle).

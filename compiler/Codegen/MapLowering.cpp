@@ -1084,6 +1084,9 @@ std::optional<LogicalResult> GraphLowering::lowerMapFamily(Operation *op) {
       .Case<onnx::ReduceSumOp>([&](auto o) {
         return lowerReduce(o, o.getData(), o.getAxes(), ReduceKind::Sum);
       })
+      .Case<onnx::GlobalMaxPoolOp>([&](auto o) {
+        return lowerReduce(o, o.getX(), spatialAxes(o.getX()), ReduceKind::Max);
+      })
       .Case<onnx::ReduceMaxOp>([&](auto o) {
         return lowerReduce(o, o.getData(), o.getAxes(), ReduceKind::Max);
       })

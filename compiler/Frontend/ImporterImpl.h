@@ -244,6 +244,9 @@ mlir::LogicalResult importOneHot(NodeImporter &ni);
 mlir::LogicalResult importIsNaN(NodeImporter &ni);
 mlir::LogicalResult importIsInf(NodeImporter &ni);
 mlir::LogicalResult importReduceLogSum(NodeImporter &ni);
+mlir::LogicalResult importRnn(NodeImporter &ni);
+mlir::LogicalResult importGru(NodeImporter &ni);
+mlir::LogicalResult importLstm(NodeImporter &ni);
 
 /// The handler for `opType` in the default ONNX domain, or null when qatc
 /// does not support it.

@@ -11,7 +11,10 @@
 // - Trilu: Where with a constant mask; EyeLike: a constant;
 // - Hardmax: ArgMax compared with the positions along the axis;
 // - OneHot: the indices compared with the positions along the new axis;
-// - IsNaN, IsInf: comparisons; ReduceLogSum: Log of ReduceSum.
+// - IsNaN, IsInf: comparisons; ReduceLogSum: Log of ReduceSum;
+// - RNN, GRU, LSTM: unrolled over their static sequence length into
+//   MatMul, Add, Mul and the activations, one step after the other (the
+//   input projection of all steps is one MatMul).
 //
 // Every op built carries the node's location, so errors, the precision
 // report and the plan's layers still name the node.
@@ -68,6 +71,27 @@ Value positions(NodeImporter &ni, int64_t rank, int64_t axis, int64_t n) {
 FailureOr<Value> build(NodeImporter &ni, StringRef op, ValueRange operands,
                        ArrayRef<NamedAttribute> attrs = {}) {
   return ni.build1(("onnx." + op).str(), operands, attrs);
+}
+
+FailureOr<Value> reshape(NodeImporter &ni, Value v, ArrayRef<int64_t> shape) {
+  auto type = cast<ShapedType>(v.getType()).clone(shape);
+  auto r = ni.buildWithTypes("onnx.Reshape", {v}, {}, {type});
+  if (failed(r))
+    return failure();
+  return (*r)[0];
+}
+
+/// v[begin:end] along `axis`.
+FailureOr<Value> sliceAxis(NodeImporter &ni, Value v, int64_t axis,
+                           int64_t begin, int64_t end) {
+  auto shape = cast<ShapedType>(v.getType()).getShape();
+  SmallVector<int64_t> starts(shape.size(), 0), ends(shape),
+      steps(shape.size(), 1);
+  starts[axis] = begin;
+  ends[axis] = end;
+  return build(ni, "Slice", {v},
+               {ni.ints("starts", starts), ni.ints("ends", ends),
+                ni.ints("steps", steps)});
 }
 
 /// The loss of log-probabilities `logp` [N, C, d...] for class indices
@@ -280,7 +304,7 @@ LogicalResult qatc::detail::importHardmax(NodeImporter &ni) {
     for (int64_t d = 0; d < rank; ++d)
       (d < *axis ? a : b) *= (*shape)[d];
     flat = {a, b};
-    auto r = build(ni, "Reshape", {x}, {ni.ints("shape", flat)});
+    auto r = reshape(ni, x, flat);
     if (failed(r))
       return failure();
     x = *r;
@@ -301,7 +325,7 @@ LogicalResult qatc::detail::importHardmax(NodeImporter &ni) {
     return failure();
   Value y = (*cast)[0];
   if (!flat.empty()) {
-    auto r = build(ni, "Reshape", {y}, {ni.ints("shape", *shape)});
+    auto r = reshape(ni, y, *shape);
     if (failed(r))
       return failure();
     y = *r;
@@ -440,4 +464,315 @@ LogicalResult qatc::detail::importReduceLogSum(NodeImporter &ni) {
   if (failed(sum))
     return failure();
   return single(ni, build(ni, "Log", {*sum}));
+}
+
+//===----------------------------------------------------------------------===//
+// RNN, GRU, LSTM: unrolled over their (static) sequence length
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Builds the ops of one recurrent node, step by step. Every value is
+/// checked as it is built: the first failure has already been reported at
+/// the node, and later calls see `failed` and do nothing.
+class Recurrence {
+public:
+  enum Kind { Rnn, Gru, Lstm };
+
+  Recurrence(NodeImporter &ni, Kind kind) : ni(ni), kind(kind) {}
+
+  LogicalResult run();
+
+private:
+  NodeImporter &ni;
+  Kind kind;
+  bool failedOnce = false;
+
+  Value op(StringRef name, ValueRange operands,
+           ArrayRef<NamedAttribute> attrs = {}) {
+    if (failedOnce || llvm::any_of(operands, [](Value v) { return !v; }))
+      return failedOnce = true, Value();
+    auto r = build(ni, name, operands, attrs);
+    if (failed(r))
+      return failedOnce = true, Value();
+    return *r;
+  }
+  Value slice(Value v, int64_t axis, int64_t b, int64_t e) {
+    if (failedOnce || !v)
+      return failedOnce = true, Value();
+    auto r = sliceAxis(ni, v, axis, b, e);
+    if (failed(r))
+      return failedOnce = true, Value();
+    return *r;
+  }
+  /// v[i] of the first axis, without that axis.
+  Value row(Value v, int64_t i) {
+    return op("Squeeze", {slice(v, 0, i, i + 1)}, {ni.ints("axes", {0})});
+  }
+  Value unsqueeze(Value v, int64_t axis) {
+    return op("Unsqueeze", {v}, {ni.ints("axes", {axis})});
+  }
+  Value transpose(Value v, ArrayRef<int64_t> perm) {
+    return op("Transpose", {v}, {ni.ints("perm", perm)});
+  }
+  Value concat(ValueRange vs, int64_t axis) {
+    if (vs.size() == 1)
+      return vs[0];
+    return op("Concat", vs, {ni.i64("axis", axis)});
+  }
+  Value zeros(ArrayRef<int64_t> shape) {
+    return tensorOf(ni, shape, elt, [](int64_t) { return 0.0; });
+  }
+  Value one() { return scalar(ni, elt, 1.0); }
+
+  struct Activation {
+    std::string name;
+    float alpha = 0, beta = 0;
+  };
+  /// `x` clipped (the `clip` attribute, unless `clipped` is false), then
+  /// through activation `a`.
+  Value activate(const Activation &a, Value x, bool clipped = true);
+  FailureOr<std::vector<Activation>> activations(int64_t dirs);
+
+  Type elt;
+  std::optional<float> clip;
+};
+
+FailureOr<std::vector<Recurrence::Activation>>
+Recurrence::activations(int64_t dirs) {
+  std::vector<std::string> names;
+  if (const auto *a = ni.attr("activations"))
+    for (const std::string &n : a->strings())
+      names.push_back(n);
+  size_t per = kind == Rnn ? 1 : kind == Gru ? 2 : 3;
+  if (names.empty()) {
+    std::vector<std::string> def =
+        kind == Rnn   ? std::vector<std::string>{"Tanh"}
+        : kind == Gru ? std::vector<std::string>{"Sigmoid", "Tanh"}
+                      : std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"};
+    for (int64_t d = 0; d < dirs; ++d)
+      names.insert(names.end(), def.begin(), def.end());
+  }
+  if (names.size() != per * dirs)
+    return ni.error() << "activations lists " << names.size()
+                      << " functions; this node needs " << per * dirs,
+           failure();
+  auto alphas = ni.floatsAttr("activation_alpha");
+  auto betas = ni.floatsAttr("activation_beta");
+  std::vector<Activation> out;
+  size_t ai = 0, bi = 0;
+  for (const std::string &n : names) {
+    Activation a{n};
+    // Defaults as the ONNX operator defines them; the lists hold values
+    // for the functions that take them, in order.
+    bool takesAlpha = n == "LeakyRelu" || n == "ThresholdedRelu" ||
+                      n == "Elu" || n == "HardSigmoid";
+    if (n == "LeakyRelu")
+      a.alpha = 0.01f;
+    else if (n == "ThresholdedRelu" || n == "Elu")
+      a.alpha = 1.0f;
+    else if (n == "HardSigmoid")
+      a.alpha = 0.2f, a.beta = 0.5f;
+    if (takesAlpha && alphas && ai < alphas->size())
+      a.alpha = (*alphas)[ai++];
+    if (n == "HardSigmoid" && betas && bi < betas->size())
+      a.beta = (*betas)[bi++];
+    static const char *const known[] = {
+        "Sigmoid",     "Tanh", "Relu",     "LeakyRelu", "ThresholdedRelu",
+        "HardSigmoid", "Elu",  "Softsign", "Softplus"};
+    if (!llvm::is_contained(known, n))
+      return ni.error() << "activation '" << n << "' is not supported",
+             failure();
+    out.push_back(a);
+  }
+  return out;
+}
+
+Value Recurrence::activate(const Activation &a, Value x, bool clipped) {
+  if (clip && clipped)
+    x = op("Clip", {x}, {ni.f32("min", -*clip), ni.f32("max", *clip)});
+  SmallVector<NamedAttribute> attrs;
+  if (a.name == "LeakyRelu" || a.name == "ThresholdedRelu" || a.name == "Elu")
+    attrs.push_back(ni.f32("alpha", a.alpha));
+  if (a.name == "HardSigmoid") {
+    attrs.push_back(ni.f32("alpha", a.alpha));
+    attrs.push_back(ni.f32("beta", a.beta));
+  }
+  return op(a.name, {x}, attrs);
+}
+
+LogicalResult Recurrence::run() {
+  StringRef opType = ni.node.op_type();
+  if (failed(requireInputs(ni, 3)))
+    return failure();
+  Value x = ni.input(0), w = ni.input(1), r = ni.input(2);
+  auto xs = ni.staticShape(x, "X");
+  auto ws = ni.staticShape(w, "W");
+  auto rs = ni.staticShape(r, "R");
+  if (failed(xs) || failed(ws) || failed(rs))
+    return failure();
+  elt = cast<ShapedType>(x.getType()).getElementType();
+  if (!isa<FloatType>(elt))
+    return ni.error() << opType << " needs float data", failure();
+  int64_t gates = kind == Rnn ? 1 : kind == Gru ? 3 : 4;
+  std::string direction = ni.stringAttr("direction", "forward");
+  if (direction != "forward" && direction != "reverse" &&
+      direction != "bidirectional")
+    return ni.error() << "direction '" << direction << "' is not forward, "
+                      << "reverse or bidirectional",
+           failure();
+  int64_t dirs = direction == "bidirectional" ? 2 : 1;
+  int64_t layout = ni.intAttr("layout", 0);
+  if (xs->size() != 3 || ws->size() != 3 || rs->size() != 3)
+    return ni.error() << opType << " needs X, W and R of rank 3", failure();
+  int64_t hidden = ni.intAttr("hidden_size", (*rs)[2]);
+  int64_t seq = layout ? (*xs)[1] : (*xs)[0];
+  int64_t batch = layout ? (*xs)[0] : (*xs)[1];
+  int64_t inputSize = (*xs)[2];
+  if ((*ws)[0] != dirs || (*ws)[1] != gates * hidden || (*ws)[2] != inputSize ||
+      (*rs)[0] != dirs || (*rs)[1] != gates * hidden || (*rs)[2] != hidden)
+    return ni.error() << "W and R do not match " << dirs << " direction(s), "
+                      << gates << " gate(s) of hidden size " << hidden
+                      << " and input size " << inputSize,
+           failure();
+  if (Value lens = ni.input(4)) {
+    auto l = ni.constInts(lens);
+    if (!l || llvm::any_of(*l, [&](int64_t v) { return v != seq; }))
+      return ni.error() << "qatc compiles " << opType
+                        << " only when every sequence has the full length "
+                        << seq << " (sequence_lens must be a constant "
+                        << "tensor of " << seq << "s)",
+             failure();
+  }
+  if (const auto *c = ni.attr("clip"))
+    clip = c->f();
+  bool inputForget = kind == Lstm && ni.intAttr("input_forget", 0) != 0;
+  bool linearBeforeReset =
+      kind == Gru && ni.intAttr("linear_before_reset", 0) != 0;
+  auto acts = activations(dirs);
+  if (failed(acts))
+    return failure();
+
+  // Time-major X: [seq, batch, input].
+  if (layout)
+    x = transpose(x, {1, 0, 2});
+  Value bias = ni.input(3);
+  Value h0 = ni.input(5), c0 = kind == Lstm ? ni.input(6) : Value();
+  Value peep = kind == Lstm ? ni.input(7) : Value();
+
+  SmallVector<Value> ys, hs, cs;
+  for (int64_t d = 0; d < dirs; ++d) {
+    bool reverse = direction == "reverse" || d == 1;
+    const Activation *f = &(*acts)[d * (kind == Rnn ? 1 : kind == Gru ? 2 : 3)];
+    Value wT = transpose(row(w, d), {1, 0}); // [input, gates*hidden]
+    Value rT = transpose(row(r, d), {1, 0}); // [hidden, gates*hidden]
+    Value wb, rb;
+    if (bias) {
+      Value b = row(bias, d); // [2*gates*hidden]
+      wb = slice(b, 0, 0, gates * hidden);
+      rb = slice(b, 0, gates * hidden, 2 * gates * hidden);
+    }
+    // X W^T for every step at once: [seq, batch, gates*hidden].
+    Value xw = op("MatMul", {x, wT});
+    if (wb)
+      xw = op("Add", {xw, wb});
+    Value h = h0 ? row(h0, d) : zeros({batch, hidden});
+    Value c =
+        kind == Lstm ? (c0 ? row(c0, d) : zeros({batch, hidden})) : Value();
+    Value pi, po, pf;
+    if (peep) {
+      Value p = row(peep, d); // [3*hidden]: i, o, f
+      pi = slice(p, 0, 0, hidden);
+      po = slice(p, 0, hidden, 2 * hidden);
+      pf = slice(p, 0, 2 * hidden, 3 * hidden);
+    }
+    auto gate = [&](Value v, int64_t g) {
+      return slice(v, 1, g * hidden, (g + 1) * hidden);
+    };
+    SmallVector<Value> steps(seq);
+    for (int64_t s = 0; s < seq && !failedOnce; ++s) {
+      int64_t t = reverse ? seq - 1 - s : s;
+      Value xt = row(xw, t); // [batch, gates*hidden]
+      if (kind == Rnn) {
+        Value g = op("Add", {xt, op("MatMul", {h, rT})});
+        if (rb)
+          g = op("Add", {g, rb});
+        h = activate(f[0], g);
+      } else if (kind == Gru) {
+        // Gates z, r, h.
+        Value hr = op("MatMul", {h, rT});
+        if (rb)
+          hr = op("Add", {hr, rb});
+        Value z = activate(f[0], op("Add", {gate(xt, 0), gate(hr, 0)}));
+        Value rg = activate(f[0], op("Add", {gate(xt, 1), gate(hr, 1)}));
+        Value hterm;
+        if (linearBeforeReset) {
+          hterm = op("Mul", {rg, gate(hr, 2)});
+        } else {
+          hterm = op("MatMul", {op("Mul", {rg, h}),
+                                slice(rT, 1, 2 * hidden, 3 * hidden)});
+          if (rb)
+            hterm = op("Add", {hterm, slice(rb, 0, 2 * hidden, 3 * hidden)});
+        }
+        Value ht = activate(f[1], op("Add", {gate(xt, 2), hterm}));
+        // (1 - z) * ht + z * h
+        h = op("Add",
+               {op("Mul", {op("Sub", {one(), z}), ht}), op("Mul", {z, h})});
+      } else {
+        // Gates i, o, f, c.
+        Value g = op("Add", {xt, op("MatMul", {h, rT})});
+        if (rb)
+          g = op("Add", {g, rb});
+        Value i = gate(g, 0), o = gate(g, 1), fg = gate(g, 2), cc = gate(g, 3);
+        if (pi) {
+          i = op("Add", {i, op("Mul", {pi, c})});
+          fg = op("Add", {fg, op("Mul", {pf, c})});
+        }
+        i = activate(f[0], i);
+        fg = inputForget ? op("Sub", {one(), i}) : activate(f[0], fg);
+        cc = activate(f[1], cc);
+        c = op("Add", {op("Mul", {fg, c}), op("Mul", {i, cc})});
+        if (po)
+          o = op("Add", {o, op("Mul", {po, c})});
+        o = activate(f[0], o);
+        // The cell clip bounds the gates' inputs, not the cell state
+        // (as ONNX Runtime reads the spec).
+        h = op("Mul", {o, activate(f[2], c, /*clipped=*/false)});
+      }
+      steps[t] = unsqueeze(h, 0); // [1, batch, hidden]
+    }
+    if (failedOnce)
+      return failure();
+    ys.push_back(unsqueeze(concat(steps, 0), 1)); // [seq, 1, batch, hidden]
+    hs.push_back(unsqueeze(h, 0));
+    if (c)
+      cs.push_back(unsqueeze(c, 0));
+  }
+  Value y = concat(ys, 1), yh = concat(hs, 0);
+  Value yc = cs.empty() ? Value() : concat(cs, 0);
+  if (layout) {
+    y = transpose(y, {2, 0, 1, 3}); // [batch, seq, dirs, hidden]
+    yh = transpose(yh, {1, 0, 2});  // [batch, dirs, hidden]
+    if (yc)
+      yc = transpose(yc, {1, 0, 2});
+  }
+  if (failedOnce)
+    return failure();
+  ni.results.push_back(y);
+  ni.results.push_back(yh);
+  if (yc)
+    ni.results.push_back(yc);
+  return success();
+}
+
+} // namespace
+
+LogicalResult qatc::detail::importRnn(NodeImporter &ni) {
+  return Recurrence(ni, Recurrence::Rnn).run();
+}
+LogicalResult qatc::detail::importGru(NodeImporter &ni) {
+  return Recurrence(ni, Recurrence::Gru).run();
+}
+LogicalResult qatc::detail::importLstm(NodeImporter &ni) {
+  return Recurrence(ni, Recurrence::Lstm).run();
 }

@@ -6,7 +6,8 @@ token_type_ids and attention_mask; BERT-style with the mask derived from
 padding ids, tanh GELU and opset-17 LayerNormalization; ViT-style with a
 patch Conv, class token and position embedding), each:
 
-- float export -> fp32 plan (host) within 1e-4 of ONNX Runtime;
+- float export -> fp32 plan (host) within 1e-4 of ONNX Runtime, at the
+  model's opset and at opset 11;
 - TensorRT Q/DQ export -> int8 plan within the model's band of ONNX
   Runtime's literal evaluation of the Q/DQ graph;
 - `qatc quantize --recipe trt` on the float export (calibrated on
@@ -60,6 +61,7 @@ def main():
                 np.save(inputs[k], z[k])
         model = lambda kind: os.path.join(args.models, f"{name}_{kind}.onnx")  # noqa: E731
         for label, check in ((f"{name}_float", lambda w: c.check_float(f"{name}_float", model("float"), inputs, w)),
+                             (f"{name}_float11", lambda w: c.check_float(f"{name}_float11", model("float11"), inputs, w)),
                              (f"{name}_qdq", lambda w: c.check_int8(f"{name}_qdq", model("qdq"), inputs, w))):
             w = os.path.join(work, label)
             os.makedirs(w, exist_ok=True)

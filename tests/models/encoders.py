@@ -14,7 +14,8 @@
 - vit: ViT-style, an image: patch-embedding Conv, class token Concat,
   position embedding Add, encoder, head on the class token.
 
-Each gets NAME_float.onnx and NAME_qdq.onnx (trt_qdq.py's recipe: every
+Each gets NAME_float.onnx, NAME_float11.onnx (the float model exported at
+opset 11, as older exporters and published models are), NAME_qdq.onnx (trt_qdq.py's recipe: every
 Linear's input and weight, both operands of the attention products and the
 residual adds), NAME_inputs.npz (one sample, the arrays named after the
 graph inputs; ids padded with 0 after 12 of 16 tokens) and NAME_calib.npz
@@ -154,9 +155,9 @@ def build(name, out):
     batches = [tuple(torch.from_numpy(calib[n][i:i + 2]) for n in names) for i in range(0, 8, 2)]
     qmodel = trt_qdq.quantize_model(model, batches)
     output = ("logits",) if name == "vit" else ("pooled",)
-    for kind, m in (("float", model), ("qdq", qmodel)):
+    for kind, m, o in (("float", model, opset), ("float11", model, 11), ("qdq", qmodel, opset)):
         trt_qdq.export_onnx(m, example, os.path.join(out, f"{name}_{kind}.onnx"),
-                            input_names=names, output_names=output, opset=opset,
+                            input_names=names, output_names=output, opset=o,
                             dynamic_axes=dynamic)
     np.savez(os.path.join(out, f"{name}_inputs.npz"), **sample)
     np.savez(os.path.join(out, f"{name}_calib.npz"), **calib)
