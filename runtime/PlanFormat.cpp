@@ -273,14 +273,16 @@ const char *elemTypeName(ElemType t) {
     return "u16";
   case ElemType::U32:
     return "u32";
+  case ElemType::F64:
+    return "f64";
   }
   return "?";
 }
 
 bool parseElemType(const std::string &s, ElemType &t) {
-  for (ElemType c :
-       {ElemType::F32, ElemType::I8, ElemType::U8, ElemType::I32, ElemType::I64,
-        ElemType::Bool, ElemType::I16, ElemType::U16, ElemType::U32})
+  for (ElemType c : {ElemType::F32, ElemType::I8, ElemType::U8, ElemType::I32,
+                     ElemType::I64, ElemType::Bool, ElemType::I16,
+                     ElemType::U16, ElemType::U32, ElemType::F64})
     if (s == elemTypeName(c)) {
       t = c;
       return true;
@@ -302,6 +304,7 @@ size_t elemSize(ElemType t) {
   case ElemType::Bool:
     return 1;
   case ElemType::I64:
+  case ElemType::F64:
     return 8;
   }
   return 1;

@@ -427,6 +427,8 @@ Value wrapToType(KB &k, Value x, Type t) {
 static Type storedScalarType(KB &k, plan::ElemType t) {
   if (t == plan::ElemType::F32)
     return k.f32;
+  if (t == plan::ElemType::F64)
+    return k.b.getF64Type();
   switch (plan::elemSize(t)) {
   case 1:
     return k.i8;
@@ -519,8 +521,9 @@ LogicalResult GraphLowering::run() {
     // narrower integers (held as int32 / int64 inside).
     Type elt = type ? type.getElementType() : Type();
     if (!type || !isCompiledType(elt) || isa<quant::QuantizedType>(elt))
-      return func.emitError("qatc compiles models with f32, integer (8 to 64 "
-                            "bits, but not uint64) and bool inputs; input ")
+      return func.emitError("qatc compiles models with f32, f64, integer (8 "
+                            "to 64 bits, but not uint64) and bool inputs; "
+                            "input ")
              << i << " is " << arg.getType();
     if (type.getNumElements() == 0)
       return func.emitError("qatc compiles models whose inputs have elements; "
@@ -529,9 +532,12 @@ LogicalResult GraphLowering::run() {
     std::string name =
         i < inNames.size() ? inNames[i] : "input" + std::to_string(i);
     bool boolean = elt.isInteger(1), narrow = narrowInt(elt).has_value();
+    bool f64 = i < f64Inputs.size() && f64Inputs[i];
     int t;
     if (boolean)
       t = newIntTensor(name, type.getShape(), plan::ElemType::Bool);
+    else if (f64)
+      t = newIntTensor(name, type.getShape(), plan::ElemType::F64);
     else if (isa<IntegerType>(elt))
       t = newIntTensor(name, type.getShape(), boundaryIntType(elt));
     else
@@ -542,6 +548,14 @@ LogicalResult GraphLowering::run() {
     // (uint32 as int64).
     if (boolean || narrow)
       t = inputAsHeld(t, elt, name, func.getLoc());
+    if (f64) {
+      // Declared f64; held as f32 inside (rounded to nearest).
+      t = boundaryConversion(
+          func.getLoc(), name, t, name + " (as f32)", plan::ElemType::F32,
+          "f64-to-f32", "fp32", [](KB &k, Value x) -> Value {
+            return k.b.create<arith::TruncFOp>(k.loc, k.f32, x);
+          });
+    }
     valueTensor[arg] = t;
   }
   for (Operation &opRef : func.getBody().front()) {
@@ -579,6 +593,14 @@ LogicalResult GraphLowering::run() {
                 Type elt = getElementTypeOrSelf(v.getType());
                 if (elt.isInteger(1) || narrowInt(elt))
                   t = heldAsOutput(t, elt, ret.getLoc());
+                if (i < f64Outputs.size() && f64Outputs[i])
+                  t = boundaryConversion(ret.getLoc(), tensors[t].desc.name, t,
+                                         tensors[t].desc.name,
+                                         plan::ElemType::F64, "f32-to-f64",
+                                         "fp32", [](KB &k, Value x) -> Value {
+                                           return k.b.create<arith::ExtFOp>(
+                                               k.loc, k.b.getF64Type(), x);
+                                         });
                 // A graph input or an earlier output returned again gets a
                 // tensor of its own (its name is this output's).
                 auto &io = out.manifest;
@@ -699,6 +721,56 @@ void GraphLowering::emitLayers() {
 
 } // namespace qatc::codegen::lowering
 
+namespace {
+
+Type demotedType(Type t) {
+  auto shaped = dyn_cast<ShapedType>(t);
+  if (shaped && shaped.getElementType().isF64())
+    return shaped.clone(Float32Type::get(t.getContext()));
+  return t;
+}
+
+/// Retypes every f64 value of `func` (a copy of the model's function) to
+/// f32, converting f64 constants: plans compute f64 models in f32.
+void demoteF64(func::FuncOp func) {
+  Block &body = func.getBody().front();
+  for (BlockArgument arg : body.getArguments())
+    arg.setType(demotedType(arg.getType()));
+  func.walk([&](Operation *op) {
+    if (auto c = dyn_cast<onnx::ConstantOp>(op)) {
+      auto type = dyn_cast<RankedTensorType>(c.getType());
+      if (type && type.getElementType().isF64()) {
+        auto t = lowering::constantOf(c.getResult());
+        std::vector<float> values;
+        for (int64_t i = 0; i < t->numElements(); ++i)
+          values.push_back(static_cast<float>(t->data<double>()[i]));
+        auto f32 = cast<RankedTensorType>(demotedType(type));
+        c.setValueAttr(DenseElementsAttr::get(f32, ArrayRef<float>(values)));
+      }
+    }
+    for (Value r : op->getResults())
+      r.setType(demotedType(r.getType()));
+  });
+  SmallVector<Type> results;
+  for (Type t : func.getResultTypes())
+    results.push_back(demotedType(t));
+  func.setFunctionType(
+      FunctionType::get(func.getContext(), body.getArgumentTypes(), results));
+}
+
+bool isF64Tensor(Type t) { return getElementTypeOrSelf(t).isF64(); }
+
+} // namespace
+
+bool qatc::codegen::computesF64(func::FuncOp func) {
+  bool any = false;
+  func.walk([&](Operation *op) {
+    for (Value r : op->getResults())
+      any |= isF64Tensor(r.getType());
+  });
+  return any || llvm::any_of(func.getArgumentTypes(), isF64Tensor);
+}
+
 LogicalResult qatc::codegen::lowerGraph(func::FuncOp func, const Target &target,
                                         LoweredGraph &out) {
   MLIRContext *ctx = func.getContext();
@@ -707,6 +779,21 @@ LogicalResult qatc::codegen::lowerGraph(func::FuncOp func, const Target &target,
                    LLVM::LLVMDialect>();
   out.manifest.target = target.name;
   out.manifest.compiler = compilerVersion();
+  // f64 tensors are held as f32 (as TensorRT does): a copy of the function
+  // computes in f32, and its f64 inputs and outputs convert at the boundary.
+  OwningOpRef<func::FuncOp> demoted;
+  std::vector<bool> f64In, f64Out;
+  if (computesF64(func)) {
+    for (Type t : func.getArgumentTypes())
+      f64In.push_back(isF64Tensor(t));
+    for (Type t : func.getResultTypes())
+      f64Out.push_back(isF64Tensor(t));
+    demoted = func.clone();
+    demoteF64(*demoted);
+    func = *demoted;
+  }
   lowering::GraphLowering lowering(func, target, out);
+  lowering.f64Inputs = f64In;
+  lowering.f64Outputs = f64Out;
   return lowering.run();
 }

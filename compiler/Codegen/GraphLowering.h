@@ -378,6 +378,10 @@ public:
   GraphLowering(func::FuncOp func, const Target &target, LoweredGraph &out)
       : func(func), target(target), out(out) {}
   LogicalResult run();
+  /// The graph inputs and outputs that are f64 in the model (f64 tensors
+  /// are held as f32 inside the plan: `func` is the demoted copy); they
+  /// convert at the boundary.
+  std::vector<bool> f64Inputs, f64Outputs;
 
 private:
   // Tensors and storage.

@@ -244,6 +244,8 @@ mlir::LogicalResult importOneHot(NodeImporter &ni);
 mlir::LogicalResult importIsNaN(NodeImporter &ni);
 mlir::LogicalResult importIsInf(NodeImporter &ni);
 mlir::LogicalResult importReduceLogSum(NodeImporter &ni);
+mlir::LogicalResult importCumSum(NodeImporter &ni);
+mlir::LogicalResult importEinsum(NodeImporter &ni);
 mlir::LogicalResult importRnn(NodeImporter &ni);
 mlir::LogicalResult importGru(NodeImporter &ni);
 mlir::LogicalResult importLstm(NodeImporter &ni);

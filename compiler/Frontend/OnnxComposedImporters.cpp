@@ -12,6 +12,10 @@
 // - Hardmax: ArgMax compared with the positions along the axis;
 // - OneHot: the indices compared with the positions along the new axis;
 // - IsNaN, IsInf: comparisons; ReduceLogSum: Log of ReduceSum;
+// - CumSum: a MatMul with a constant triangle of ones along the axis;
+// - Einsum (up to two operands, no repeated index within one): the
+//   operands transposed and unsqueezed to one index order, multiplied with
+//   broadcasting, summed over the contracted indices;
 // - RNN, GRU, LSTM: unrolled over their static sequence length into
 //   MatMul, Add, Mul and the activations, one step after the other (the
 //   input projection of all steps is one MatMul).
@@ -23,7 +27,10 @@
 
 #include "ImporterImpl.h"
 
+#include <algorithm>
+#include <cctype>
 #include <limits>
+#include <map>
 
 using namespace mlir;
 using namespace qatc;
@@ -775,4 +782,184 @@ LogicalResult qatc::detail::importGru(NodeImporter &ni) {
 }
 LogicalResult qatc::detail::importLstm(NodeImporter &ni) {
   return Recurrence(ni, Recurrence::Lstm).run();
+}
+
+LogicalResult qatc::detail::importCumSum(NodeImporter &ni) {
+  if (failed(requireInputs(ni, 2)))
+    return failure();
+  auto shape = ni.staticShape(ni.input(0), "x");
+  if (failed(shape))
+    return failure();
+  Type elt = cast<ShapedType>(ni.input(0).getType()).getElementType();
+  if (!isa<FloatType>(elt))
+    return ni.error() << "qatc computes CumSum on floats only", failure();
+  auto axes = ni.requireConstInts(1, "axis");
+  if (failed(axes))
+    return failure();
+  if (axes->size() != 1)
+    return ni.error() << "axis must be one value", failure();
+  int64_t rank = shape->size();
+  auto axis = normAxis(ni, (*axes)[0], rank);
+  if (failed(axis))
+    return failure();
+  bool exclusive = ni.intAttr("exclusive", 0),
+       reverse = ni.intAttr("reverse", 0);
+  int64_t n = (*shape)[*axis];
+  // y[.., j] = sum over i of x[.., i] * T[i, j] along the axis moved last.
+  Value tri = tensorOf(ni, {n, n}, elt, [&](int64_t e) {
+    int64_t i = e / n, j = e % n;
+    bool in =
+        reverse ? (exclusive ? i > j : i >= j) : (exclusive ? i < j : i <= j);
+    return in ? 1.0 : 0.0;
+  });
+  SmallVector<int64_t> perm;
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != *axis)
+      perm.push_back(d);
+  perm.push_back(*axis);
+  bool moved = *axis != rank - 1;
+  Value x = ni.input(0);
+  if (moved) {
+    auto t = build(ni, "Transpose", {x}, {ni.ints("perm", perm)});
+    if (failed(t))
+      return failure();
+    x = *t;
+  }
+  if (rank == 1) {
+    // A row of one: plans compile matrix products of rank 2 and more.
+    auto r = reshape(ni, x, {1, n});
+    if (failed(r))
+      return failure();
+    auto y = build(ni, "MatMul", {*r, tri});
+    if (failed(y))
+      return failure();
+    return single(ni, reshape(ni, *y, {n}));
+  }
+  auto y = build(ni, "MatMul", {x, tri});
+  if (failed(y) || !moved)
+    return single(ni, y);
+  SmallVector<int64_t> back(rank);
+  for (int64_t d = 0; d < rank; ++d)
+    back[perm[d]] = d;
+  return single(ni, build(ni, "Transpose", {*y}, {ni.ints("perm", back)}));
+}
+
+LogicalResult qatc::detail::importEinsum(NodeImporter &ni) {
+  std::string eq = ni.stringAttr("equation", "");
+  eq.erase(std::remove(eq.begin(), eq.end(), ' '), eq.end());
+  size_t arrow = eq.find("->");
+  std::string lhs = eq.substr(0, arrow);
+  SmallVector<std::string> terms;
+  for (size_t b = 0;;) {
+    size_t c = lhs.find(',', b);
+    terms.push_back(lhs.substr(b, c == std::string::npos ? c : c - b));
+    if (c == std::string::npos)
+      break;
+    b = c + 1;
+  }
+  if (terms.size() != ni.numInputs() || terms.empty() || terms.size() > 2)
+    return ni.error() << "qatc compiles Einsum of one or two operands; '" << eq
+                      << "' has " << terms.size(),
+           failure();
+  // Letters in order of appearance; an index repeated within one term
+  // (a diagonal) or an ellipsis is refused.
+  std::string all;
+  for (const std::string &t : terms) {
+    for (size_t i = 0; i < t.size(); ++i) {
+      if (!std::isalpha(static_cast<unsigned char>(t[i])) ||
+          t.find(t[i], i + 1) != std::string::npos)
+        return ni.error() << "qatc compiles Einsum without ellipses and "
+                             "without an index repeated within one operand; "
+                             "this equation is '"
+                          << eq << "'",
+               failure();
+      if (all.find(t[i]) == std::string::npos)
+        all += t[i];
+    }
+  }
+  std::string out;
+  if (arrow != std::string::npos) {
+    out = eq.substr(arrow + 2);
+  } else {
+    // Implicit output: the indices that appear once, alphabetically.
+    for (char c : all) {
+      int count = 0;
+      for (const std::string &t : terms)
+        count += std::count(t.begin(), t.end(), c);
+      if (count == 1)
+        out += c;
+    }
+    std::sort(out.begin(), out.end());
+  }
+  for (char c : out)
+    if (all.find(c) == std::string::npos)
+      return ni.error() << "output index '" << c << "' of '" << eq
+                        << "' is in no operand",
+             failure();
+  // One order for every index: the output's, then the contracted ones.
+  std::string order = out;
+  for (char c : all)
+    if (order.find(c) == std::string::npos)
+      order += c;
+  int64_t rank = order.size();
+  std::map<char, int64_t> size;
+  SmallVector<Value> aligned;
+  for (auto [k, t] : llvm::enumerate(terms)) {
+    Value v = ni.input(k);
+    auto shape = ni.staticShape(v, "operand");
+    if (failed(shape))
+      return failure();
+    if (shape->size() != t.size())
+      return ni.error() << "operand " << k << " has rank " << shape->size()
+                        << " but '" << t << "' names " << t.size()
+                        << " indices",
+             failure();
+    for (size_t i = 0; i < t.size(); ++i) {
+      auto [it, fresh] = size.emplace(t[i], (*shape)[i]);
+      if (!fresh && it->second != (*shape)[i] && it->second != 1 &&
+          (*shape)[i] != 1)
+        return ni.error() << "index '" << t[i] << "' has sizes " << it->second
+                          << " and " << (*shape)[i],
+               failure();
+      it->second = std::max(it->second, (*shape)[i]);
+    }
+    // Transpose the operand's indices into `order`, then insert the
+    // missing ones as size-1 axes.
+    SmallVector<int64_t> perm, missing;
+    for (char c : order)
+      if (size_t p = t.find(c); p != std::string::npos)
+        perm.push_back(p);
+    bool identity = llvm::equal(perm, llvm::seq<int64_t>(0, perm.size()));
+    if (!identity) {
+      auto tr = build(ni, "Transpose", {v}, {ni.ints("perm", perm)});
+      if (failed(tr))
+        return failure();
+      v = *tr;
+    }
+    for (int64_t d = 0; d < rank; ++d)
+      if (t.find(order[d]) == std::string::npos)
+        missing.push_back(d);
+    if (!missing.empty()) {
+      auto u = build(ni, "Unsqueeze", {v}, {ni.ints("axes", missing)});
+      if (failed(u))
+        return failure();
+      v = *u;
+    }
+    aligned.push_back(v);
+  }
+  Value prod = aligned[0];
+  if (aligned.size() == 2) {
+    auto m = build(ni, "Mul", {aligned[0], aligned[1]});
+    if (failed(m))
+      return failure();
+    prod = *m;
+  }
+  SmallVector<int64_t> contracted;
+  for (int64_t d = out.size(); d < rank; ++d)
+    contracted.push_back(d);
+  if (contracted.empty())
+    return single(ni, prod);
+  return single(ni,
+                build(ni, "ReduceSum", {prod},
+                      {ni.ints("axes", contracted), ni.i64("keepdims", 0)}));
 }

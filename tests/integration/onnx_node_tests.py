@@ -34,18 +34,18 @@ PARAM_INPUTS = {
     "ReduceL1": [1], "ReduceL2": [1], "ReduceSumSquare": [1],
     "ReduceLogSumExp": [1], "Tile": [1], "TopK": [1], "Expand": [1],
     "Range": [0, 1, 2], "Upsample": [1], "Trilu": [1], "OneHot": [1],
-    "RNN": [1, 2, 3, 4], "GRU": [1, 2, 3, 4], "LSTM": [1, 2, 3, 4, 7],
+    "CumSum": [1], "RNN": [1, 2, 3, 4], "GRU": [1, 2, 3, 4], "LSTM": [1, 2, 3, 4, 7],
 }
 
 
 # Operators qatc imports as a composition of other ops (a loss as
 # LogSoftmax / GatherElements / ReduceSum, ReduceLogSum as Log of ReduceSum,
-# the recurrent ops unrolled):
+# the recurrent ops unrolled, CumSum and Einsum as MatMul / Mul / ReduceSum):
 # ONNX Runtime sums their export in another order than its own kernel, so
 # their round trip is compared within 1e-6 of each output's largest
 # magnitude (a few float32 ulps), not bit for bit.
 COMPOSED_OPS = {"NegativeLogLikelihoodLoss", "SoftmaxCrossEntropyLoss", "ReduceLogSum",
-                "RNN", "GRU", "LSTM"}
+                "RNN", "GRU", "LSTM", "CumSum", "Einsum"}
 COMPOSED_RTOL = 1e-6
 
 

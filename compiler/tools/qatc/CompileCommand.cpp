@@ -186,6 +186,10 @@ int qatc::driver::runCompile() {
     os << "\n";
     return writeText(text);
   }
+  if (codegen::computesF64(ref::getMainFunction(*module)))
+    emitWarning(ref::getMainFunction(*module).getLoc())
+        << "the model computes in float64; the plan computes in float32 "
+           "(float64 inputs and outputs convert at the boundary)";
   // One plan per target, from the same qat graph; several become one
   // multi-path plan.
   std::vector<std::vector<uint8_t>> plans;

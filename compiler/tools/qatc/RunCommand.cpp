@@ -70,6 +70,8 @@ DType dtypeOf(const plan::TensorDesc &t) {
     return DType::U16;
   case plan::ElemType::U32:
     return DType::U32;
+  case plan::ElemType::F64:
+    return DType::F64;
   default:
     return t.quantized ? (t.isSigned ? DType::I8 : DType::U8)
                        : (t.type == plan::ElemType::I8 ? DType::I8 : DType::U8);

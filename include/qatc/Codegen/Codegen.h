@@ -57,6 +57,11 @@ struct LoweredGraph {
   plan::Manifest manifest;
 };
 
+/// True when `func` computes on f64 tensors. Plans hold them as f32 (the
+/// model's f64 inputs and outputs convert at the boundary); `qatc compile`
+/// warns.
+bool computesF64(mlir::func::FuncOp func);
+
 /// Lowers `func` (after qat-lower). Errors are emitted at the op's location
 /// (its ONNX node) and make it return failure.
 mlir::LogicalResult lowerGraph(mlir::func::FuncOp func, const Target &target,

@@ -77,7 +77,18 @@ uint64_t checksum(const uint8_t *data, size_t size, size_t skipOffset,
 /// as f32 0 / 1).
 /// I16, U16, U32 (and non-quantized I8 / U8) appear at the graph boundary;
 /// inside, narrow integers are held as I32 (U32 as I64).
-enum class ElemType : uint8_t { F32, I8, U8, I32, I64, Bool, I16, U16, U32 };
+enum class ElemType : uint8_t {
+  F32,
+  I8,
+  U8,
+  I32,
+  I64,
+  Bool,
+  I16,
+  U16,
+  U32,
+  F64
+};
 const char *elemTypeName(ElemType t);
 bool parseElemType(const std::string &s, ElemType &t);
 size_t elemSize(ElemType t);
