@@ -34,7 +34,8 @@ PARAM_INPUTS = {
     "ReduceL1": [1], "ReduceL2": [1], "ReduceSumSquare": [1],
     "ReduceLogSumExp": [1], "Tile": [1], "TopK": [1], "Expand": [1],
     "Range": [0, 1, 2], "Upsample": [1], "Trilu": [1], "OneHot": [1],
-    "CumSum": [1], "RNN": [1, 2, 3, 4], "GRU": [1, 2, 3, 4], "LSTM": [1, 2, 3, 4, 7],
+    "LayerNormalization": [1, 2], "CumSum": [1],
+    "RNN": [1, 2, 3, 4], "GRU": [1, 2, 3, 4], "LSTM": [1, 2, 3, 4, 7],
 }
 
 
@@ -158,7 +159,10 @@ def main():
             if len(inputs) != len(names):
                 continue
             frozen_names = set(frozen.get(name, {}))
-            composed = any(n.op_type in COMPOSED_OPS for n in model.graph.node)
+            # LayerNormalization's Mean / InvStdDev outputs are composed too.
+            composed = any(n.op_type in COMPOSED_OPS or (
+                n.op_type == "LayerNormalization" and sum(1 for o in n.output if o) > 1)
+                for n in model.graph.node)
             jobs.append({"name": name, "a": os.path.join(src, "model.onnx"),
                          "b": os.path.join(args.work, name + ".onnx"), "inputs": inputs,
                          "inputs_b": {k: v for k, v in inputs.items() if k not in frozen_names},
