@@ -268,6 +268,22 @@ GraphLowering::tryZeroInsertion(Operation *reshape6) {
   return gatherLayer(last, "zero-insert", tensorOf(x), idx, 0.0);
 }
 
+namespace {
+/// An index loaded from an int32 / int64 tensor, as an i64 made to count
+/// from the start of an axis of size `n` when it counts from the end, and
+/// whether it is then in [0, n): {index, valid}.
+std::pair<Value, Value> indexIn(KB &k, Value loaded, int64_t n) {
+  Value idx = loaded;
+  if (idx.getType() != k.i64)
+    idx = k.b.create<arith::ExtSIOp>(k.loc, k.i64, idx);
+  Value negative =
+      k.b.create<arith::CmpIOp>(k.loc, arith::CmpIPredicate::slt, idx, k.c(0));
+  idx = k.select(negative, k.add(idx, k.c(n)), idx);
+  // Unsigned: a still negative index is out of range too.
+  return {idx, k.lt(idx, k.c(n))};
+}
+} // namespace
+
 LogicalResult GraphLowering::lowerGather(Operation *op, Value data,
                                          Value indices, int64_t axis) {
   auto idx = constantOf(indices);
@@ -364,15 +380,11 @@ LogicalResult GraphLowering::lowerRowGather(Operation *op, Value data,
              k.loop(begin, end, 1, [&](Value r) {
                Value oi = k.div(r, k.c(n));
                Value i = k.rem(r, k.c(n));
-               Value idx = k.load(wide ? k.i64 : k.i32,
-                                  k.at(I.desc.offset, i, wide ? 8 : 4));
-               if (!wide)
-                 idx = k.b.create<arith::ExtSIOp>(k.loc, k.i64, idx);
-               Value negative = k.b.create<arith::CmpIOp>(
-                   k.loc, arith::CmpIPredicate::slt, idx, k.c(0));
-               idx = k.select(negative, k.add(idx, k.c(rows)), idx);
-               // Unsigned: a still negative index is out of range too.
-               Value valid = k.lt(idx, k.c(rows));
+               auto [idx, valid] =
+                   indexIn(k,
+                           k.load(wide ? k.i64 : k.i32,
+                                  k.at(I.desc.offset, i, wide ? 8 : 4)),
+                           rows);
                Value row =
                    k.add(k.mul(oi, k.c(rows)), k.select(valid, idx, k.c(0)));
                Value first = k.mul(row, k.c(inner));
@@ -449,19 +461,14 @@ template <> LogicalResult GraphLowering::lower(onnx::GatherElementsOp op) {
         bool wide = it < 0 || tensors[it].desc.type == plan::ElemType::I64;
         auto [begin, end] = k.share(total);
         k.loop(begin, end, 1, [&](Value r) {
-          Value idx =
+          // An element whose index is out of range reads as 0 (a layer
+          // cannot fail, and must not read outside the data).
+          auto [idx, valid] = indexIn(
+              k,
               it >= 0 ? k.load(wide ? k.i64 : k.i32,
                                k.at(tensors[it].desc.offset, r, wide ? 8 : 4))
-                      : k.load(k.i64, k.weightsAt(idxOff, r, 8));
-          if (!wide)
-            idx = k.b.create<arith::ExtSIOp>(k.loc, k.i64, idx);
-          Value negative = k.b.create<arith::CmpIOp>(
-              k.loc, arith::CmpIPredicate::slt, idx, k.c(0));
-          idx = k.select(negative, k.add(idx, k.c(dim)), idx);
-          // Unsigned: a still negative index is out of range too; such
-          // an element reads as 0 (a layer cannot fail, and must not
-          // read outside the data).
-          Value valid = k.lt(idx, k.c(dim));
+                      : k.load(k.i64, k.weightsAt(idxOff, r, 8)),
+              dim);
           Value from = k.c(0), rest = r;
           for (size_t d = 0; d < idxStrides.size(); ++d) {
             Value c = k.div(rest, k.c(idxStrides[d]));

@@ -212,6 +212,11 @@ mlir::FailureOr<int64_t> normAxis(NodeImporter &ni, int64_t axis, int64_t rank);
 /// optional constant input; nullopt when absent.
 mlir::FailureOr<std::optional<llvm::SmallVector<int64_t>>>
 readAxes(NodeImporter &ni, int64_t inputSinceOpset, size_t inputIndex);
+/// The axes a Reduce* node reduces (from its `axes` attribute, or input 1
+/// from `inputSinceOpset`), normalized; every axis when none are given, and
+/// nullopt when the node is a no-op (noop_with_empty_axes).
+mlir::FailureOr<std::optional<llvm::SmallVector<int64_t>>>
+reduceAxes(NodeImporter &ni, int64_t inputSinceOpset);
 /// Normalizes and sorts axes; rejects duplicates.
 mlir::FailureOr<llvm::SmallVector<int64_t>>
 normAxes(NodeImporter &ni, llvm::ArrayRef<int64_t> axes, int64_t rank);

@@ -446,28 +446,14 @@ LogicalResult qatc::detail::importIsInf(NodeImporter &ni) {
 LogicalResult qatc::detail::importReduceLogSum(NodeImporter &ni) {
   if (failed(requireInputs(ni, 1)))
     return failure();
-  auto shape = ni.staticShape(ni.input(0), "input data");
-  if (failed(shape))
-    return failure();
-  auto axes = readAxes(ni, 18, 1);
+  auto axes = reduceAxes(ni, 18);
   if (failed(axes))
     return failure();
-  int64_t rank = shape->size();
-  SmallVector<int64_t> normalized;
-  if (!*axes || (*axes)->empty()) {
-    if (ni.opset >= 18 && ni.intAttr("noop_with_empty_axes", 0))
-      return single(ni, build(ni, "Log", {ni.input(0)}));
-    for (int64_t i = 0; i < rank; ++i)
-      normalized.push_back(i);
-  } else {
-    auto n = normAxes(ni, **axes, rank);
-    if (failed(n))
-      return failure();
-    normalized = *n;
-  }
-  auto sum = build(ni, "ReduceSum", {ni.input(0)},
-                   {ni.ints("axes", normalized),
-                    ni.i64("keepdims", ni.intAttr("keepdims", 1))});
+  if (!*axes) // no axes and noop_with_empty_axes: log of each element
+    return single(ni, build(ni, "Log", {ni.input(0)}));
+  auto sum = build(
+      ni, "ReduceSum", {ni.input(0)},
+      {ni.ints("axes", **axes), ni.i64("keepdims", ni.intAttr("keepdims", 1))});
   if (failed(sum))
     return failure();
   return single(ni, build(ni, "Log", {*sum}));

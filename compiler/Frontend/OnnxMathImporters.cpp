@@ -93,32 +93,36 @@ LogicalResult qatc::detail::importWhere(NodeImporter &ni) {
       ni, ni.build1("onnx.Where", {ni.input(0), ni.input(1), ni.input(2)}));
 }
 
-LogicalResult qatc::detail::importReduce(NodeImporter &ni) {
-  if (failed(requireInputs(ni, 1)))
-    return failure();
+FailureOr<std::optional<SmallVector<int64_t>>>
+qatc::detail::reduceAxes(NodeImporter &ni, int64_t inputSince) {
   auto shape = ni.staticShape(ni.input(0), "input data");
   if (failed(shape))
     return failure();
-  // ReduceSum took its axes as an input from opset 13, the others from 18.
-  int64_t inputSince = ni.node.op_type() == "ReduceSum" ? 13 : 18;
   auto axes = readAxes(ni, inputSince, 1);
   if (failed(axes))
     return failure();
   int64_t rank = shape->size();
-  SmallVector<int64_t> normalized;
-  if (!*axes || (*axes)->empty()) {
-    if (ni.opset >= inputSince && ni.intAttr("noop_with_empty_axes", 0))
-      return single(ni, ni.build1("onnx.Identity", {ni.input(0)}));
-    for (int64_t i = 0; i < rank; ++i)
-      normalized.push_back(i);
-  } else {
-    auto n = normAxes(ni, **axes, rank);
-    if (failed(n))
-      return failure();
-    normalized = *n;
-  }
+  if (*axes && !(*axes)->empty())
+    return normAxes(ni, **axes, rank);
+  if (ni.opset >= inputSince && ni.intAttr("noop_with_empty_axes", 0))
+    return std::optional<SmallVector<int64_t>>();
+  SmallVector<int64_t> all;
+  for (int64_t i = 0; i < rank; ++i)
+    all.push_back(i);
+  return std::optional<SmallVector<int64_t>>(all);
+}
+
+LogicalResult qatc::detail::importReduce(NodeImporter &ni) {
+  if (failed(requireInputs(ni, 1)))
+    return failure();
+  // ReduceSum took its axes as an input from opset 13, the others from 18.
+  auto axes = reduceAxes(ni, ni.node.op_type() == "ReduceSum" ? 13 : 18);
+  if (failed(axes))
+    return failure();
+  if (!*axes)
+    return single(ni, ni.build1("onnx.Identity", {ni.input(0)}));
   return single(ni, ni.build1("onnx." + ni.node.op_type(), {ni.input(0)},
-                              {ni.ints("axes", normalized),
+                              {ni.ints("axes", **axes),
                                ni.i64("keepdims", ni.intAttr("keepdims", 1))}));
 }
 

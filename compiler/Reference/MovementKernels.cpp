@@ -114,6 +114,21 @@ Results qatc::ref::evalTranspose(OpTy op, ArrayRef<Tensor> in,
   return one(stridedCopy(x, resultShape(op), srcStride));
 }
 
+namespace {
+/// Element `i` of int32 / int64 `indices`, an index along `axis` of size
+/// `dim`: negative ones count from the end, out of range ones are an error.
+FailureOr<int64_t> indexAt(Operation *op, const Tensor &indices, int64_t i,
+                           int64_t axis, int64_t dim) {
+  int64_t idx = indices.dtype() == DType::I64 ? indices.data<int64_t>()[i]
+                                              : indices.data<int32_t>()[i];
+  if (idx < -dim || idx >= dim)
+    return op->emitOpError("index ") << idx << " is out of range for axis "
+                                     << axis << " of size " << dim,
+           failure();
+  return idx < 0 ? idx + dim : idx;
+}
+} // namespace
+
 template <typename OpTy>
 Results qatc::ref::evalGather(OpTy op, ArrayRef<Tensor> in,
                               const KernelContext &) {
@@ -127,16 +142,11 @@ Results qatc::ref::evalGather(OpTy op, ArrayRef<Tensor> in,
   char *dst = out.mutableData<char>();
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t j = 0; j < count; ++j) {
-      int64_t idx = indices.dtype() == DType::I64 ? indices.data<int64_t>()[j]
-                                                  : indices.data<int32_t>()[j];
-      if (idx < -dim || idx >= dim)
-        return op.emitOpError("index ") << idx << " is out of range for axis "
-                                        << axis << " of size " << dim,
-               failure();
-      if (idx < 0)
-        idx += dim;
+      auto idx = indexAt(op, indices, j, axis, dim);
+      if (failed(idx))
+        return failure();
       std::memcpy(dst + (o * count + j) * block,
-                  x.bytes() + (o * dim + idx) * block, block);
+                  x.bytes() + (o * dim + *idx) * block, block);
     }
   return one(std::move(out));
 }
@@ -153,20 +163,15 @@ Results evalGatherElements(onnx::GatherElementsOp op, ArrayRef<Tensor> in,
   size_t es = dtypeSize(x.dtype());
   char *dst = out.mutableData<char>();
   for (int64_t i = 0; i < indices.numElements(); ++i) {
-    int64_t idx = indices.dtype() == DType::I64 ? indices.data<int64_t>()[i]
-                                                : indices.data<int32_t>()[i];
-    if (idx < -dim || idx >= dim)
-      return op.emitOpError("index ") << idx << " is out of range for axis "
-                                      << axis << " of size " << dim,
-             failure();
-    if (idx < 0)
-      idx += dim;
+    auto idx = indexAt(op, indices, i, axis, dim);
+    if (failed(idx))
+      return failure();
     // The element's coordinates, with the axis' replaced by the index.
     int64_t from = 0, rest = i;
     for (size_t d = 0; d < iStrides.size(); ++d) {
       int64_t c = rest / iStrides[d];
       rest %= iStrides[d];
-      from += (static_cast<int64_t>(d) == axis ? idx : c) * xStrides[d];
+      from += (static_cast<int64_t>(d) == axis ? *idx : c) * xStrides[d];
     }
     std::memcpy(dst + i * es, x.bytes() + from * es, es);
   }
