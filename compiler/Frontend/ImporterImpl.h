@@ -249,6 +249,7 @@ mlir::LogicalResult importOneHot(NodeImporter &ni);
 mlir::LogicalResult importIsNaN(NodeImporter &ni);
 mlir::LogicalResult importIsInf(NodeImporter &ni);
 mlir::LogicalResult importReduceLogSum(NodeImporter &ni);
+mlir::LogicalResult importReduceLogSumExp(NodeImporter &ni);
 mlir::LogicalResult importCumSum(NodeImporter &ni);
 mlir::LogicalResult importEinsum(NodeImporter &ni);
 mlir::LogicalResult importRnn(NodeImporter &ni);

@@ -12,6 +12,8 @@
 // - Hardmax: ArgMax compared with the positions along the axis;
 // - OneHot: the indices compared with the positions along the new axis;
 // - IsNaN, IsInf: comparisons; ReduceLogSum: Log of ReduceSum;
+//   ReduceLogSumExp: m + Log(ReduceSum(Exp(x - m))) with m the (finite)
+//   ReduceMax, as ONNX Runtime computes it to stay finite;
 // - CumSum: a MatMul with a constant triangle of ones along the axis;
 // - Einsum (up to two operands, no repeated index within one): the
 //   operands transposed and unsqueezed to one index order, multiplied with
@@ -948,4 +950,48 @@ LogicalResult qatc::detail::importEinsum(NodeImporter &ni) {
   return single(ni,
                 build(ni, "ReduceSum", {prod},
                       {ni.ints("axes", contracted), ni.i64("keepdims", 0)}));
+}
+
+LogicalResult qatc::detail::importReduceLogSumExp(NodeImporter &ni) {
+  if (failed(requireInputs(ni, 1)))
+    return failure();
+  Value x = ni.input(0);
+  Type elt = cast<ShapedType>(x.getType()).getElementType();
+  if (!isa<FloatType>(elt))
+    return ni.error() << "ReduceLogSumExp needs float data", failure();
+  auto axes = reduceAxes(ni, 18);
+  if (failed(axes))
+    return failure();
+  if (!*axes) // no axes and noop_with_empty_axes: log(exp(x))
+    return single(ni, build(ni, "Log", {*build(ni, "Exp", {x})}));
+  int64_t keep = ni.intAttr("keepdims", 1);
+  auto shift = [&](int64_t keepdims) -> FailureOr<Value> {
+    // The maximum, or 0 where it is infinite (all -inf, or a +inf).
+    auto m = build(ni, "ReduceMax", {x},
+                   {ni.ints("axes", **axes), ni.i64("keepdims", keepdims)});
+    if (failed(m))
+      return failure();
+    auto inf =
+        build(ni, "Equal",
+              {*build(ni, "Abs", {*m}),
+               scalar(ni, elt, std::numeric_limits<double>::infinity())});
+    if (failed(inf))
+      return failure();
+    return build(ni, "Where", {*inf, scalar(ni, elt, 0), *m});
+  };
+  auto m = shift(1);
+  if (failed(m))
+    return failure();
+  auto e = build(ni, "Exp", {*build(ni, "Sub", {x, *m})});
+  if (failed(e))
+    return failure();
+  auto sum = build(ni, "ReduceSum", {*e},
+                   {ni.ints("axes", **axes), ni.i64("keepdims", keep)});
+  if (failed(sum))
+    return failure();
+  auto log = build(ni, "Log", {*sum});
+  auto m2 = keep ? m : shift(0);
+  if (failed(log) || failed(m2))
+    return failure();
+  return single(ni, build(ni, "Add", {*log, *m2}));
 }

@@ -326,8 +326,7 @@ LogicalResult Exporter::exportOp(Operation *op) {
       .Case<qatc::onnx::ReduceMeanOp, qatc::onnx::ReduceSumOp,
             qatc::onnx::ReduceMaxOp, qatc::onnx::ReduceMinOp,
             qatc::onnx::ReduceProdOp, qatc::onnx::ReduceL1Op,
-            qatc::onnx::ReduceL2Op, qatc::onnx::ReduceSumSquareOp,
-            qatc::onnx::ReduceLogSumExpOp>([&](auto r) {
+            qatc::onnx::ReduceL2Op, qatc::onnx::ReduceSumSquareOp>([&](auto r) {
         auto &node = addNode(op, onnxOpType(op));
         if (failed(addAttr(node, "keepdims", r.getKeepdimsAttr(), loc)))
           return failure();

@@ -1577,7 +1577,7 @@ const HandlerEntry kHandlers[] = {
     {"ReduceL1", importReduce},
     {"ReduceL2", importReduce},
     {"ReduceLogSum", importReduceLogSum},
-    {"ReduceLogSumExp", importReduce},
+    {"ReduceLogSumExp", importReduceLogSumExp},
     {"ReduceMax", importReduce},
     {"ReduceMean", importReduce},
     {"ReduceMin", importReduce},

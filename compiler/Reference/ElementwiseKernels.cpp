@@ -675,7 +675,7 @@ Results qatc::ref::evalReduce(Operation *op, ArrayRef<Tensor> in,
     outCount *= d;
   int64_t count = outCount ? x.numElements() / outCount : 0;
   // Accumulate in double (int64 for integer sums and products), then finish.
-  enum Kind { Sum, Mean, Max, Min, Prod, L1, L2, SumSquare, LogSumExp };
+  enum Kind { Sum, Mean, Max, Min, Prod, L1, L2, SumSquare };
   Kind kind = llvm::TypeSwitch<Operation *, Kind>(op)
                   .Case([](onnx::ReduceMeanOp) { return Mean; })
                   .Case([](onnx::ReduceMaxOp) { return Max; })
@@ -684,7 +684,6 @@ Results qatc::ref::evalReduce(Operation *op, ArrayRef<Tensor> in,
                   .Case([](onnx::ReduceL1Op) { return L1; })
                   .Case([](onnx::ReduceL2Op) { return L2; })
                   .Case([](onnx::ReduceSumSquareOp) { return SumSquare; })
-                  .Case([](onnx::ReduceLogSumExpOp) { return LogSumExp; })
                   .Default([](Operation *) { return Sum; });
   double init = kind == Max    ? -std::numeric_limits<double>::infinity()
                 : kind == Min  ? std::numeric_limits<double>::infinity()
@@ -693,8 +692,6 @@ Results qatc::ref::evalReduce(Operation *op, ArrayRef<Tensor> in,
   std::vector<double> acc(outCount, init);
   std::vector<int64_t> iacc(outCount, kind == Prod ? 1 : 0);
   bool intExact = isInt && (kind == Sum || kind == Prod);
-  // LogSumExp subtracts the maximum first (as ONNX Runtime) to stay finite.
-  std::vector<double> shift(outCount, 0.0);
   auto visit = [&](auto &&fn) {
     SmallVector<int64_t> idx(rank, 0);
     for (int64_t i = 0, n = x.numElements(); i < n; ++i) {
@@ -726,16 +723,6 @@ Results qatc::ref::evalReduce(Operation *op, ArrayRef<Tensor> in,
     return x.dtype() == DType::I32 ? x.data<int32_t>()[i]
                                    : x.data<int64_t>()[i];
   };
-  if (kind == LogSumExp) {
-    std::fill(shift.begin(), shift.end(),
-              -std::numeric_limits<double>::infinity());
-    visit([&](int64_t i, int64_t o) {
-      shift[o] = std::max(shift[o], valueAt(i));
-    });
-    for (double &s : shift)
-      if (!std::isfinite(s))
-        s = 0;
-  }
   visit([&](int64_t i, int64_t o) {
     if (intExact) {
       int64_t v = intAt(i);
@@ -760,9 +747,6 @@ Results qatc::ref::evalReduce(Operation *op, ArrayRef<Tensor> in,
     case SumSquare:
       acc[o] += v * v;
       break;
-    case LogSumExp:
-      acc[o] += std::exp(v - shift[o]);
-      break;
     default:
       acc[o] += v;
     }
@@ -774,8 +758,6 @@ Results qatc::ref::evalReduce(Operation *op, ArrayRef<Tensor> in,
       r = count ? r / count : std::numeric_limits<double>::quiet_NaN();
     else if (kind == L2)
       r = std::sqrt(r);
-    else if (kind == LogSumExp)
-      r = std::log(r) + shift[o];
     switch (x.dtype()) {
     case DType::F32:
       out.mutableData<float>()[o] = static_cast<float>(r);
@@ -1038,7 +1020,7 @@ qatc::ref::evalElementwiseFamily(Operation *op, ArrayRef<Tensor> in,
       .Case([&](onnx::SoftmaxOp o) { return evalSoftmax(o, in, ctx); })
       .Case<onnx::ReduceMeanOp, onnx::ReduceSumOp, onnx::ReduceMaxOp,
             onnx::ReduceMinOp, onnx::ReduceProdOp, onnx::ReduceL1Op,
-            onnx::ReduceL2Op, onnx::ReduceSumSquareOp, onnx::ReduceLogSumExpOp>(
+            onnx::ReduceL2Op, onnx::ReduceSumSquareOp>(
           [&](Operation *o) { return evalReduce(o, in, ctx); })
       .Case<onnx::ArgMaxOp, onnx::ArgMinOp>(
           [&](Operation *o) { return evalArgReduce(o, in, ctx); })

@@ -613,9 +613,6 @@ def Onnx_ReduceL2Op : Onnx_ReduceOp<"ReduceL2"> {
 def Onnx_ReduceSumSquareOp : Onnx_ReduceOp<"ReduceSumSquare"> {
   let summary = "sum of x^2 over `axes`";
 }
-def Onnx_ReduceLogSumExpOp : Onnx_ReduceOp<"ReduceLogSumExp"> {
-  let summary = "log of the sum of exp(x) over `axes`";
-}
 
 def Onnx_ArgMaxOp : Onnx_InferredOp<"ArgMax"> {
   let summary = "int64 index of the largest element along `axis`";
