@@ -1039,8 +1039,35 @@ static std::vector<int64_t> spatialAxes(Value v) {
   return axes;
 }
 
+/// onnx.BitShift on unsigned integers (held zero-extended in int32 /
+/// int64): the shift in int64, wrapped to the type; a shift by the type's
+/// width or more gives 0.
+template <> LogicalResult GraphLowering::lower(onnx::BitShiftOp op) {
+  Type elt = getElementTypeOrSelf(op.getA().getType());
+  auto it = dyn_cast<IntegerType>(elt);
+  if (!it || !it.isUnsigned() || it.getWidth() > 32)
+    return op.emitError("qatc compiles BitShift of uint8, uint16 and uint32; "
+                        "this one shifts ")
+           << elt;
+  int64_t width = it.getWidth();
+  bool left = op.getDirection() == "LEFT";
+  return lowerIntMap(
+      op, {intSrcOf(op.getA()), intSrcOf(op.getB())},
+      left ? "shift-left" : "shift-right",
+      [=](KB &k, ArrayRef<Value> v) -> Value {
+        OpBuilder &b = k.b;
+        Value tooFar = b.create<arith::CmpIOp>(k.loc, arith::CmpIPredicate::uge,
+                                               v[1], k.c(width));
+        Value safe = k.select(tooFar, k.c(0), v[1]);
+        Value r = left ? Value(b.create<arith::ShLIOp>(k.loc, v[0], safe))
+                       : Value(b.create<arith::ShRUIOp>(k.loc, v[0], safe));
+        return k.select(tooFar, k.c(0), r);
+      });
+}
+
 std::optional<LogicalResult> GraphLowering::lowerMapFamily(Operation *op) {
   return llvm::TypeSwitch<Operation *, std::optional<LogicalResult>>(op)
+      .Case<onnx::BitShiftOp>([&](auto o) { return lower(o); })
       .Case<qat::QuantizeOp>([&](auto o) { return lowerQuantize(o); })
       .Case<qat::DequantizeOp>([&](auto o) { return lowerDequantize(o); })
       .Case<qat::RequantizeOp>([&](auto o) { return lowerRequantize(o); })

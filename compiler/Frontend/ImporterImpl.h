@@ -238,23 +238,12 @@ mlir::LogicalResult importRange(NodeImporter &ni);
 mlir::LogicalResult importSize(NodeImporter &ni);
 mlir::LogicalResult importUpsample(NodeImporter &ni);
 
-// Handlers of OnnxComposedImporters.cpp: ops imported as compositions of
-// other ops.
-mlir::LogicalResult importNllLoss(NodeImporter &ni);
-mlir::LogicalResult importSoftmaxCrossEntropyLoss(NodeImporter &ni);
-mlir::LogicalResult importTrilu(NodeImporter &ni);
-mlir::LogicalResult importEyeLike(NodeImporter &ni);
-mlir::LogicalResult importHardmax(NodeImporter &ni);
-mlir::LogicalResult importOneHot(NodeImporter &ni);
-mlir::LogicalResult importIsNaN(NodeImporter &ni);
-mlir::LogicalResult importIsInf(NodeImporter &ni);
-mlir::LogicalResult importReduceLogSum(NodeImporter &ni);
-mlir::LogicalResult importReduceLogSumExp(NodeImporter &ni);
-mlir::LogicalResult importCumSum(NodeImporter &ni);
-mlir::LogicalResult importEinsum(NodeImporter &ni);
-mlir::LogicalResult importRnn(NodeImporter &ni);
-mlir::LogicalResult importGru(NodeImporter &ni);
-mlir::LogicalResult importLstm(NodeImporter &ni);
+// OnnxComposedImporters.cpp: the operators imported as compositions of
+// other ops, each with its handler and its line in that file's table.
+/// The handler of composed operator `opType`, or null.
+NodeHandler lookupComposedHandler(llvm::StringRef opType);
+/// Appends the composed operators' names.
+void appendComposedOps(std::vector<std::string> &ops);
 
 /// The handler for `opType` in the default ONNX domain, or null when qatc
 /// does not support it.

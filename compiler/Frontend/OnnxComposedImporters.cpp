@@ -216,13 +216,15 @@ FailureOr<Value> nllLoss(NodeImporter &ni, Value logp, Value target,
 
 } // namespace
 
-LogicalResult qatc::detail::importNllLoss(NodeImporter &ni) {
+namespace {
+
+LogicalResult importNllLoss(NodeImporter &ni) {
   if (failed(requireInputs(ni, 2)))
     return failure();
   return single(ni, nllLoss(ni, ni.input(0), ni.input(1), ni.input(2)));
 }
 
-LogicalResult qatc::detail::importSoftmaxCrossEntropyLoss(NodeImporter &ni) {
+LogicalResult importSoftmaxCrossEntropyLoss(NodeImporter &ni) {
   if (failed(requireInputs(ni, 2)))
     return failure();
   auto logp = ni.build1("onnx.LogSoftmax", {ni.input(0)}, {ni.i64("axis", 1)});
@@ -238,7 +240,7 @@ LogicalResult qatc::detail::importSoftmaxCrossEntropyLoss(NodeImporter &ni) {
   return success();
 }
 
-LogicalResult qatc::detail::importTrilu(NodeImporter &ni) {
+LogicalResult importTrilu(NodeImporter &ni) {
   if (failed(requireInputs(ni, 1)))
     return failure();
   auto shape = ni.staticShape(ni.input(0), "input");
@@ -269,7 +271,7 @@ LogicalResult qatc::detail::importTrilu(NodeImporter &ni) {
                 build(ni, "Where", {mask, ni.input(0), scalar(ni, elt, 0)}));
 }
 
-LogicalResult qatc::detail::importEyeLike(NodeImporter &ni) {
+LogicalResult importEyeLike(NodeImporter &ni) {
   if (failed(requireInputs(ni, 1)))
     return failure();
   auto shape = ni.staticShape(ni.input(0), "input");
@@ -292,7 +294,7 @@ LogicalResult qatc::detail::importEyeLike(NodeImporter &ni) {
   return success();
 }
 
-LogicalResult qatc::detail::importHardmax(NodeImporter &ni) {
+LogicalResult importHardmax(NodeImporter &ni) {
   if (failed(requireInputs(ni, 1)))
     return failure();
   auto shape = ni.staticShape(ni.input(0), "input");
@@ -343,7 +345,7 @@ LogicalResult qatc::detail::importHardmax(NodeImporter &ni) {
   return success();
 }
 
-LogicalResult qatc::detail::importOneHot(NodeImporter &ni) {
+LogicalResult importOneHot(NodeImporter &ni) {
   if (failed(requireInputs(ni, 3)))
     return failure();
   auto shape = ni.staticShape(ni.input(0), "indices");
@@ -404,7 +406,7 @@ LogicalResult qatc::detail::importOneHot(NodeImporter &ni) {
   return single(ni, build(ni, "Where", {*eq, *on, *off}));
 }
 
-LogicalResult qatc::detail::importIsNaN(NodeImporter &ni) {
+LogicalResult importIsNaN(NodeImporter &ni) {
   if (failed(requireInputs(ni, 1)))
     return failure();
   // NaN is the one value not equal to itself.
@@ -414,7 +416,7 @@ LogicalResult qatc::detail::importIsNaN(NodeImporter &ni) {
   return single(ni, build(ni, "Not", {*eq}));
 }
 
-LogicalResult qatc::detail::importIsInf(NodeImporter &ni) {
+LogicalResult importIsInf(NodeImporter &ni) {
   if (failed(requireInputs(ni, 1)))
     return failure();
   Value x = ni.input(0);
@@ -445,7 +447,7 @@ LogicalResult qatc::detail::importIsInf(NodeImporter &ni) {
   return single(ni, build(ni, "Or", {hits[0], hits[1]}));
 }
 
-LogicalResult qatc::detail::importReduceLogSum(NodeImporter &ni) {
+LogicalResult importReduceLogSum(NodeImporter &ni) {
   if (failed(requireInputs(ni, 1)))
     return failure();
   auto axes = reduceAxes(ni, 18);
@@ -762,17 +764,17 @@ LogicalResult Recurrence::run() {
 
 } // namespace
 
-LogicalResult qatc::detail::importRnn(NodeImporter &ni) {
+LogicalResult importRnn(NodeImporter &ni) {
   return Recurrence(ni, Recurrence::Rnn).run();
 }
-LogicalResult qatc::detail::importGru(NodeImporter &ni) {
+LogicalResult importGru(NodeImporter &ni) {
   return Recurrence(ni, Recurrence::Gru).run();
 }
-LogicalResult qatc::detail::importLstm(NodeImporter &ni) {
+LogicalResult importLstm(NodeImporter &ni) {
   return Recurrence(ni, Recurrence::Lstm).run();
 }
 
-LogicalResult qatc::detail::importCumSum(NodeImporter &ni) {
+LogicalResult importCumSum(NodeImporter &ni) {
   if (failed(requireInputs(ni, 2)))
     return failure();
   auto shape = ni.staticShape(ni.input(0), "x");
@@ -832,7 +834,7 @@ LogicalResult qatc::detail::importCumSum(NodeImporter &ni) {
   return single(ni, build(ni, "Transpose", {*y}, {ni.ints("perm", back)}));
 }
 
-LogicalResult qatc::detail::importEinsum(NodeImporter &ni) {
+LogicalResult importEinsum(NodeImporter &ni) {
   std::string eq = ni.stringAttr("equation", "");
   eq.erase(std::remove(eq.begin(), eq.end(), ' '), eq.end());
   size_t arrow = eq.find("->");
@@ -952,7 +954,7 @@ LogicalResult qatc::detail::importEinsum(NodeImporter &ni) {
                       {ni.ints("axes", contracted), ni.i64("keepdims", 0)}));
 }
 
-LogicalResult qatc::detail::importReduceLogSumExp(NodeImporter &ni) {
+LogicalResult importReduceLogSumExp(NodeImporter &ni) {
   if (failed(requireInputs(ni, 1)))
     return failure();
   Value x = ni.input(0);
@@ -994,4 +996,42 @@ LogicalResult qatc::detail::importReduceLogSumExp(NodeImporter &ni) {
   if (failed(log) || failed(m2))
     return failure();
   return single(ni, build(ni, "Add", {*log, *m2}));
+}
+
+struct ComposedEntry {
+  const char *opType;
+  NodeHandler handler;
+};
+
+/// Every operator imported as a composition, sorted by name.
+const ComposedEntry kComposed[] = {
+    {"CumSum", importCumSum},
+    {"Einsum", importEinsum},
+    {"EyeLike", importEyeLike},
+    {"GRU", importGru},
+    {"Hardmax", importHardmax},
+    {"IsInf", importIsInf},
+    {"IsNaN", importIsNaN},
+    {"LSTM", importLstm},
+    {"NegativeLogLikelihoodLoss", importNllLoss},
+    {"OneHot", importOneHot},
+    {"RNN", importRnn},
+    {"ReduceLogSum", importReduceLogSum},
+    {"ReduceLogSumExp", importReduceLogSumExp},
+    {"SoftmaxCrossEntropyLoss", importSoftmaxCrossEntropyLoss},
+    {"Trilu", importTrilu},
+};
+
+} // namespace
+
+NodeHandler qatc::detail::lookupComposedHandler(StringRef opType) {
+  for (const ComposedEntry &e : kComposed)
+    if (opType == e.opType)
+      return e.handler;
+  return nullptr;
+}
+
+void qatc::detail::appendComposedOps(std::vector<std::string> &ops) {
+  for (const ComposedEntry &e : kComposed)
+    ops.push_back(e.opType);
 }

@@ -823,6 +823,22 @@ LogicalResult importLayerNorm(NodeImporter &ni) {
   return success();
 }
 
+LogicalResult importBitShift(NodeImporter &ni) {
+  if (failed(requireInputs(ni, 2)))
+    return failure();
+  std::string direction = ni.stringAttr("direction", "");
+  if (direction != "LEFT" && direction != "RIGHT")
+    return ni.error() << "BitShift direction must be LEFT or RIGHT, not '"
+                      << direction << "'",
+           failure();
+  auto elt = dyn_cast<IntegerType>(
+      cast<ShapedType>(ni.input(0).getType()).getElementType());
+  if (!elt || !elt.isUnsigned())
+    return ni.error() << "BitShift takes unsigned integers", failure();
+  return single(ni, ni.build1("onnx.BitShift", {ni.input(0), ni.input(1)},
+                              {ni.str("direction", direction)}));
+}
+
 LogicalResult importGatherElements(NodeImporter &ni) {
   if (failed(requireInputs(ni, 2)))
     return failure();
@@ -1511,6 +1527,7 @@ const HandlerEntry kHandlers[] = {
     {"ArgMin", importArgReduce},
     {"AveragePool", importPool<false>},
     {"BatchNormalization", importBatchNorm},
+    {"BitShift", importBitShift},
     {"Cast", importCast},
     {"CastLike", importCastLike},
     {"Ceil", importUnary<kCeil>},
@@ -1520,21 +1537,17 @@ const HandlerEntry kHandlers[] = {
     {"ConstantOfShape", importConstantOfShape},
     {"Conv", importConv},
     {"ConvTranspose", importConvTranspose},
-    {"CumSum", importCumSum},
     {"DepthToSpace", importDepthSpace},
     {"DequantizeLinear", importDequantize},
     {"Div", importBinary<kDiv>},
     {"Dropout", importDropout},
-    {"Einsum", importEinsum},
     {"Elu", importElu},
     {"Equal", importBinary<kEqual>},
     {"Erf", importUnary<kErf>},
     {"Exp", importUnary<kExp>},
     {"Expand", importExpand},
-    {"EyeLike", importEyeLike},
     {"Flatten", importFlatten},
     {"Floor", importUnary<kFloor>},
-    {"GRU", importGru},
     {"Gather", importGather},
     {"GatherElements", importGatherElements},
     {"Gemm", importGemm},
@@ -1544,11 +1557,7 @@ const HandlerEntry kHandlers[] = {
     {"GreaterOrEqual", importBinary<kGreaterOrEqual>},
     {"HardSigmoid", importHardSigmoid},
     {"HardSwish", importUnary<kHardSwish>},
-    {"Hardmax", importHardmax},
     {"Identity", importIdentity},
-    {"IsInf", importIsInf},
-    {"IsNaN", importIsNaN},
-    {"LSTM", importLstm},
     {"LayerNormalization", importLayerNorm},
     {"LeakyRelu", importLeakyRelu},
     {"Less", importBinary<kLess>},
@@ -1563,21 +1572,16 @@ const HandlerEntry kHandlers[] = {
     {"Mod", importMod},
     {"Mul", importBinary<kMul>},
     {"Neg", importUnary<kNeg>},
-    {"NegativeLogLikelihoodLoss", importNllLoss},
     {"Not", importUnary<kNot>},
-    {"OneHot", importOneHot},
     {"Or", importBinary<kOr>},
     {"PRelu", importBinary<kPRelu>},
     {"Pad", importPad},
     {"Pow", importBinary<kPow>},
     {"QuantizeLinear", importQuantize},
-    {"RNN", importRnn},
     {"Range", importRange},
     {"Reciprocal", importUnary<kReciprocal>},
     {"ReduceL1", importReduce},
     {"ReduceL2", importReduce},
-    {"ReduceLogSum", importReduceLogSum},
-    {"ReduceLogSumExp", importReduceLogSumExp},
     {"ReduceMax", importReduce},
     {"ReduceMean", importReduce},
     {"ReduceMin", importReduce},
@@ -1594,7 +1598,6 @@ const HandlerEntry kHandlers[] = {
     {"Size", importSize},
     {"Slice", importSlice},
     {"Softmax", importSoftmax},
-    {"SoftmaxCrossEntropyLoss", importSoftmaxCrossEntropyLoss},
     {"Softplus", importUnary<kSoftplus>},
     {"SpaceToDepth", importDepthSpace},
     {"Split", importSplit},
@@ -1606,7 +1609,6 @@ const HandlerEntry kHandlers[] = {
     {"Tile", importTile},
     {"TopK", importTopK},
     {"Transpose", importTranspose},
-    {"Trilu", importTrilu},
     {"Unsqueeze", importUnsqueeze},
     {"Upsample", importUpsample},
     {"Where", importWhere},
@@ -1664,6 +1666,8 @@ NodeHandler qatc::detail::lookupNodeHandler(StringRef opType) {
   for (const HandlerEntry &e : kHandlers)
     if (opType == e.opType)
       return e.handler;
+  if (NodeHandler h = lookupComposedHandler(opType))
+    return h;
   if (scalarMathOps().contains(opType))
     return importScalarMath;
   return nullptr;
@@ -1675,6 +1679,7 @@ std::vector<std::string> qatc::getSupportedOnnxOps() {
     ops.push_back(e.opType);
   for (const auto &e : scalarMathOps())
     ops.push_back(e.getKey().str());
+  appendComposedOps(ops);
   llvm::sort(ops);
   return ops;
 }

@@ -983,12 +983,51 @@ Results qatc::ref::evalDequantize(onnx::DequantizeLinearOp op,
   return one(std::move(out));
 }
 
+namespace {
+/// A << B or A >> B on unsigned integers; a shift by the width or more
+/// gives 0.
+Results evalBitShift(onnx::BitShiftOp op, ArrayRef<Tensor> in) {
+  const Tensor &a = in[0], &b = in[1];
+  if (a.dtype() != b.dtype())
+    return op.emitOpError("operands have different element types"), failure();
+  Tensor out(a.dtype(), resultShape(op));
+  bool left = op.getDirection() == "LEFT";
+  auto shift = [&](auto tag) {
+    using T = decltype(tag);
+    constexpr uint64_t bits = sizeof(T) * 8;
+    broadcastApply<T, T>(a, b, out, [left](T x, T y) {
+      if (static_cast<uint64_t>(y) >= bits)
+        return T(0);
+      return left ? static_cast<T>(x << y) : static_cast<T>(x >> y);
+    });
+  };
+  switch (a.dtype()) {
+  case DType::U8:
+    shift(uint8_t());
+    break;
+  case DType::U16:
+    shift(uint16_t());
+    break;
+  case DType::U32:
+    shift(uint32_t());
+    break;
+  case DType::U64:
+    shift(uint64_t());
+    break;
+  default:
+    return unsupportedType(op, a);
+  }
+  return one(std::move(out));
+}
+} // namespace
+
 std::optional<Results>
 qatc::ref::evalElementwiseFamily(Operation *op, ArrayRef<Tensor> in,
                                  const KernelContext &ctx) {
   if (auto math = dyn_cast<onnx::ScalarMathOpInterface>(op))
     return evalScalarMath(math, in);
   return llvm::TypeSwitch<Operation *, std::optional<Results>>(op)
+      .Case([&](onnx::BitShiftOp o) { return evalBitShift(o, in); })
       .Case<onnx::ReluOp, onnx::SigmoidOp, onnx::TanhOp, onnx::ErfOp,
             onnx::SqrtOp, onnx::ExpOp, onnx::LogOp, onnx::NegOp, onnx::AbsOp,
             onnx::ReciprocalOp, onnx::HardSwishOp, onnx::LeakyReluOp,

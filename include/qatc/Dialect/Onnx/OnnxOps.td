@@ -526,6 +526,14 @@ def Onnx_ModOp : Onnx_BroadcastOp<"Mod"> {
   let arguments = (ins AnyTensor:$A, AnyTensor:$B,
                    DefaultValuedAttr<I64Attr, "0">:$fmod);
 }
+def Onnx_BitShiftOp : Onnx_BroadcastOp<"BitShift"> {
+  let summary = "A << B or A >> B on unsigned integers, with broadcasting";
+  let description = [{
+    `direction` is "LEFT" or "RIGHT". Bits shifted out of the type are lost;
+    a shift by the type's width or more gives 0.
+  }];
+  let arguments = (ins AnyTensor:$A, AnyTensor:$B, StrAttr:$direction);
+}
 def Onnx_PReluOp : Onnx_BroadcastOp<"PRelu"> {
   let summary = "x if x >= 0 else slope * x (slope broadcast to x)";
 }
