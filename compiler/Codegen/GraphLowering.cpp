@@ -466,6 +466,12 @@ int GraphLowering::boundaryConversion(Location loc, const std::string &node,
 
 int GraphLowering::inputAsHeld(int raw, Type type, const std::string &name,
                                Location loc) {
+  if (type.isF64()) // rounded to nearest
+    return boundaryConversion(
+        loc, name, raw, name + " (as f32)", plan::ElemType::F32, "f64-to-f32",
+        "fp32", [](KB &k, Value x) -> Value {
+          return k.b.create<arith::TruncFOp>(k.loc, k.f32, x);
+        });
   if (type.isInteger(1))
     return boundaryConversion(
         loc, name, raw, name + " (as f32)", plan::ElemType::F32, "bool-to-f32",
@@ -490,6 +496,12 @@ int GraphLowering::inputAsHeld(int raw, Type type, const std::string &name,
 
 int GraphLowering::heldAsOutput(int t, Type type, Location loc) {
   std::string name = tensors[t].desc.name;
+  if (type.isF64())
+    return boundaryConversion(
+        loc, name, t, name, plan::ElemType::F64, "f32-to-f64", "fp32",
+        [](KB &k, Value x) -> Value {
+          return k.b.create<arith::ExtFOp>(k.loc, k.b.getF64Type(), x);
+        });
   if (type.isInteger(1))
     return boundaryConversion(
         loc, name, t, name, plan::ElemType::Bool, "f32-to-bool", "fp32",
@@ -531,8 +543,10 @@ LogicalResult GraphLowering::run() {
              << i << " is " << arg.getType();
     std::string name =
         i < inNames.size() ? inNames[i] : "input" + std::to_string(i);
+    // The type the model declares (f64 where `func` holds f32).
+    Type declared = getElementTypeOrSelf(modelType.getInput(i));
     bool boolean = elt.isInteger(1), narrow = narrowInt(elt).has_value();
-    bool f64 = i < f64Inputs.size() && f64Inputs[i];
+    bool f64 = declared.isF64();
     int t;
     if (boolean)
       t = newIntTensor(name, type.getShape(), plan::ElemType::Bool);
@@ -545,17 +559,9 @@ LogicalResult GraphLowering::run() {
     storages[tensors[t].storage].first = -1;
     out.manifest.inputs.push_back(tensors[t].manifestIndex);
     // Bools are held as f32 0 / 1 inside the plan, narrow integers as int32
-    // (uint32 as int64).
-    if (boolean || narrow)
-      t = inputAsHeld(t, elt, name, func.getLoc());
-    if (f64) {
-      // Declared f64; held as f32 inside (rounded to nearest).
-      t = boundaryConversion(
-          func.getLoc(), name, t, name + " (as f32)", plan::ElemType::F32,
-          "f64-to-f32", "fp32", [](KB &k, Value x) -> Value {
-            return k.b.create<arith::TruncFOp>(k.loc, k.f32, x);
-          });
-    }
+    // (uint32 as int64), f64 as f32.
+    if (boolean || narrow || f64)
+      t = inputAsHeld(t, declared, name, func.getLoc());
     valueTensor[arg] = t;
   }
   for (Operation &opRef : func.getBody().front()) {
@@ -590,17 +596,9 @@ LogicalResult GraphLowering::run() {
                                        "outputs only (output ")
                          << i << " is quantized)";
                 t = inLayout(t, plan::Layout::Plain, ret.getLoc());
-                Type elt = getElementTypeOrSelf(v.getType());
-                if (elt.isInteger(1) || narrowInt(elt))
+                Type elt = getElementTypeOrSelf(modelType.getResult(i));
+                if (elt.isInteger(1) || narrowInt(elt) || elt.isF64())
                   t = heldAsOutput(t, elt, ret.getLoc());
-                if (i < f64Outputs.size() && f64Outputs[i])
-                  t = boundaryConversion(ret.getLoc(), tensors[t].desc.name, t,
-                                         tensors[t].desc.name,
-                                         plan::ElemType::F64, "f32-to-f64",
-                                         "fp32", [](KB &k, Value x) -> Value {
-                                           return k.b.create<arith::ExtFOp>(
-                                               k.loc, k.b.getF64Type(), x);
-                                         });
                 // A graph input or an earlier output returned again gets a
                 // tensor of its own (its name is this output's).
                 auto &io = out.manifest;
@@ -781,19 +779,13 @@ LogicalResult qatc::codegen::lowerGraph(func::FuncOp func, const Target &target,
   out.manifest.compiler = compilerVersion();
   // f64 tensors are held as f32 (as TensorRT does): a copy of the function
   // computes in f32, and its f64 inputs and outputs convert at the boundary.
+  FunctionType modelType = func.getFunctionType();
   OwningOpRef<func::FuncOp> demoted;
-  std::vector<bool> f64In, f64Out;
   if (computesF64(func)) {
-    for (Type t : func.getArgumentTypes())
-      f64In.push_back(isF64Tensor(t));
-    for (Type t : func.getResultTypes())
-      f64Out.push_back(isF64Tensor(t));
     demoted = func.clone();
     demoteF64(*demoted);
     func = *demoted;
   }
-  lowering::GraphLowering lowering(func, target, out);
-  lowering.f64Inputs = f64In;
-  lowering.f64Outputs = f64Out;
+  lowering::GraphLowering lowering(func, modelType, target, out);
   return lowering.run();
 }

@@ -375,13 +375,13 @@ inline std::string opTypeOf(Location loc, Operation *op) {
 
 class GraphLowering {
 public:
-  GraphLowering(func::FuncOp func, const Target &target, LoweredGraph &out)
-      : func(func), target(target), out(out) {}
+  /// `modelType` is the function type the model declares: `func`'s own,
+  /// unless `func` is a copy with f64 demoted to f32, whose f64 inputs and
+  /// outputs then convert at the boundary.
+  GraphLowering(func::FuncOp func, FunctionType modelType, const Target &target,
+                LoweredGraph &out)
+      : func(func), modelType(modelType), target(target), out(out) {}
   LogicalResult run();
-  /// The graph inputs and outputs that are f64 in the model (f64 tensors
-  /// are held as f32 inside the plan: `func` is the demoted copy); they
-  /// convert at the boundary.
-  std::vector<bool> f64Inputs, f64Outputs;
 
 private:
   // Tensors and storage.
@@ -581,8 +581,9 @@ private:
                          const std::string &name, plan::ElemType to,
                          std::string kernel, std::string precision,
                          std::function<Value(KB &, Value)> fn);
-  /// The graph input `raw` of element type `type` (bool or narrowInt) as
-  /// the plan holds it, and the held tensor `t` as graph output of `type`.
+  /// The graph input `raw` of element type `type` (bool, narrowInt or f64)
+  /// as the plan holds it, and the held tensor `t` as graph output of
+  /// `type`.
   int inputAsHeld(int raw, Type type, const std::string &name, Location loc);
   int heldAsOutput(int t, Type type, Location loc);
   /// Gather of f32 rows by int32 / int64 indices computed at run time (an
@@ -689,6 +690,7 @@ private:
   void emitLayers();
 
   func::FuncOp func;
+  FunctionType modelType;
   const Target &target;
   LoweredGraph &out;
   /// A deque: handlers hold references to tensors while adding others.

@@ -443,12 +443,8 @@ template <> LogicalResult GraphLowering::lower(onnx::GatherElementsOp op) {
       (dt >= 0 ? tensors[dt].desc.type : plan::ElemType::F32))
     return op.emitError("qatc cannot compile GatherElements of ")
            << data.getType();
-  std::vector<int64_t> dataStrides(dataShape.size(), 1),
-      idxStrides(idxShape.size(), 1);
-  for (int64_t d = static_cast<int64_t>(dataShape.size()) - 2; d >= 0; --d) {
-    dataStrides[d] = dataStrides[d + 1] * dataShape[d + 1];
-    idxStrides[d] = idxStrides[d + 1] * idxShape[d + 1];
-  }
+  std::vector<int64_t> dataStrides = rowMajor(dataShape),
+                       idxStrides = rowMajor(idxShape);
   int64_t total = product(idxShape);
   std::vector<int> ins;
   if (it >= 0)

@@ -240,6 +240,63 @@ LogicalResult importSoftmaxCrossEntropyLoss(NodeImporter &ni) {
   return success();
 }
 
+LogicalResult importLayerNorm(NodeImporter &ni) {
+  if (failed(requireInputs(ni, 2)))
+    return failure();
+  SmallVector<Value> operands{ni.input(0), ni.input(1)};
+  if (ni.input(2))
+    operands.push_back(ni.input(2));
+  float epsilon = ni.floatAttr("epsilon", 1e-5f);
+  auto y = build(
+      ni, "LayerNormalization", operands,
+      {ni.i64("axis", ni.intAttr("axis", -1)), ni.f32("epsilon", epsilon)});
+  if (failed(y))
+    return failure();
+  ni.results.push_back(*y);
+  if (llvm::none_of(llvm::drop_begin(ni.node.output()),
+                    [](const std::string &o) { return !o.empty(); }))
+    return success();
+  // Mean and InvStdDev over the normalized axes, kept as size 1.
+  Value x = ni.input(0);
+  auto shape = ni.staticShape(x, "X");
+  if (failed(shape))
+    return failure();
+  int64_t rank = shape->size();
+  auto axis = normAxis(ni, ni.intAttr("axis", -1), rank);
+  if (failed(axis))
+    return failure();
+  SmallVector<int64_t> axes;
+  for (int64_t d = *axis; d < rank; ++d)
+    axes.push_back(d);
+  SmallVector<NamedAttribute> reduce{ni.ints("axes", axes),
+                                     ni.i64("keepdims", 1)};
+  auto mean = build(ni, "ReduceMean", {x}, reduce);
+  if (failed(mean))
+    return failure();
+  auto d = build(ni, "Sub", {x, *mean});
+  if (failed(d))
+    return failure();
+  auto sq = build(ni, "Mul", {*d, *d});
+  if (failed(sq))
+    return failure();
+  auto var = build(ni, "ReduceMean", {*sq}, reduce);
+  if (failed(var))
+    return failure();
+  Type elt = cast<ShapedType>(x.getType()).getElementType();
+  auto sum = build(ni, "Add", {*var, scalar(ni, elt, epsilon)});
+  if (failed(sum))
+    return failure();
+  auto root = build(ni, "Sqrt", {*sum});
+  if (failed(root))
+    return failure();
+  auto inv = build(ni, "Reciprocal", {*root});
+  if (failed(inv))
+    return failure();
+  ni.results.push_back(*mean);
+  ni.results.push_back(*inv);
+  return success();
+}
+
 LogicalResult importTrilu(NodeImporter &ni) {
   if (failed(requireInputs(ni, 1)))
     return failure();
@@ -1013,6 +1070,7 @@ const ComposedEntry kComposed[] = {
     {"IsInf", importIsInf},
     {"IsNaN", importIsNaN},
     {"LSTM", importLstm},
+    {"LayerNormalization", importLayerNorm},
     {"NegativeLogLikelihoodLoss", importNllLoss},
     {"OneHot", importOneHot},
     {"RNN", importRnn},

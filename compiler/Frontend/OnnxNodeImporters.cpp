@@ -766,63 +766,6 @@ LogicalResult importBatchNorm(NodeImporter &ni) {
                           {ni.f32("epsilon", ni.floatAttr("epsilon", 1e-5f))}));
 }
 
-LogicalResult importLayerNorm(NodeImporter &ni) {
-  if (failed(requireInputs(ni, 2)))
-    return failure();
-  SmallVector<Value> operands{ni.input(0), ni.input(1)};
-  if (ni.input(2))
-    operands.push_back(ni.input(2));
-  float epsilon = ni.floatAttr("epsilon", 1e-5f);
-  auto y = ni.build1(
-      "onnx.LayerNormalization", operands,
-      {ni.i64("axis", ni.intAttr("axis", -1)), ni.f32("epsilon", epsilon)});
-  if (failed(y))
-    return failure();
-  ni.results.push_back(*y);
-  bool wantsStats = false;
-  for (int i = 1; i < ni.node.output_size(); ++i)
-    wantsStats |= !ni.node.output(i).empty();
-  if (!wantsStats)
-    return success();
-  // The optional Mean and InvStdDev outputs (over the normalized axes,
-  // kept as size 1), computed as the ONNX function body does.
-  auto shape = ni.staticShape(ni.input(0), "X");
-  if (failed(shape))
-    return failure();
-  int64_t rank = shape->size();
-  auto axis = normAxis(ni, ni.intAttr("axis", -1), rank);
-  if (failed(axis))
-    return failure();
-  SmallVector<int64_t> axes;
-  for (int64_t d = *axis; d < rank; ++d)
-    axes.push_back(d);
-  SmallVector<NamedAttribute> reduce{ni.ints("axes", axes),
-                                     ni.i64("keepdims", 1)};
-  Type elt = cast<ShapedType>(ni.input(0).getType()).getElementType();
-  Value eps = ni.constant(DenseElementsAttr::get(
-      RankedTensorType::get({}, elt), FloatAttr::get(elt, epsilon).getValue()));
-  auto op = [&](StringRef name, ValueRange operands,
-                ArrayRef<NamedAttribute> attrs = {}) -> FailureOr<Value> {
-    if (llvm::any_of(operands, [](Value v) { return !v; }))
-      return failure();
-    return ni.build1(name, operands, attrs);
-  };
-  auto orNull = [](FailureOr<Value> v) { return failed(v) ? Value() : *v; };
-  Value x = ni.input(0);
-  Value mean = orNull(op("onnx.ReduceMean", {x}, reduce));
-  Value d = orNull(op("onnx.Sub", {x, mean}));
-  Value var =
-      orNull(op("onnx.ReduceMean", {orNull(op("onnx.Mul", {d, d}))}, reduce));
-  Value inv = orNull(
-      op("onnx.Reciprocal",
-         {orNull(op("onnx.Sqrt", {orNull(op("onnx.Add", {var, eps}))}))}));
-  if (!inv)
-    return failure();
-  ni.results.push_back(mean);
-  ni.results.push_back(inv);
-  return success();
-}
-
 LogicalResult importBitShift(NodeImporter &ni) {
   if (failed(requireInputs(ni, 2)))
     return failure();
@@ -1558,7 +1501,6 @@ const HandlerEntry kHandlers[] = {
     {"HardSigmoid", importHardSigmoid},
     {"HardSwish", importUnary<kHardSwish>},
     {"Identity", importIdentity},
-    {"LayerNormalization", importLayerNorm},
     {"LeakyRelu", importLeakyRelu},
     {"Less", importBinary<kLess>},
     {"LessOrEqual", importBinary<kLessOrEqual>},

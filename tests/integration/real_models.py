@@ -89,6 +89,7 @@ class Runner(Checker):
         return floors
 
     def check_float(self, label, model, inputs, work):
+        """Checks the fp32 plan against ORT; returns ORT's outputs."""
         got = self.plan_outputs(model, inputs, work, "fp32")
         ref = self.ort(model, inputs, os.path.join(work, "ort"), no_opt=False)
         for name, r in ref.items():
@@ -100,6 +101,7 @@ class Runner(Checker):
             if not ok:
                 self.fail(label, f"fp32 plan output {name} differs from ORT by "
                                  f"{rel:.2e} of its max")
+        return ref
 
     def check_int8(self, label, model, inputs, work):
         got = self.plan_outputs(model, inputs, work, "int8")
