@@ -785,16 +785,14 @@ LogicalResult importBitShift(NodeImporter &ni) {
 LogicalResult importGatherElements(NodeImporter &ni) {
   if (failed(requireInputs(ni, 2)))
     return failure();
-  auto rank = ni.staticShape(ni.input(0), "data");
-  if (failed(rank))
+  auto shape = ni.staticShape(ni.input(0), "data");
+  if (failed(shape))
     return failure();
-  int64_t r = static_cast<int64_t>(rank->size());
-  int64_t axis = ni.intAttr("axis", 0);
-  if (axis < -r || axis >= r)
-    return ni.error() << "axis " << axis << " is out of range for rank " << r,
-           failure();
+  auto axis = normAxis(ni, ni.intAttr("axis", 0), shape->size());
+  if (failed(axis))
+    return failure();
   return single(ni, ni.build1("onnx.GatherElements", {ni.input(0), ni.input(1)},
-                              {ni.i64("axis", axis < 0 ? axis + r : axis)}));
+                              {ni.i64("axis", *axis)}));
 }
 
 LogicalResult importLeakyRelu(NodeImporter &ni) {
