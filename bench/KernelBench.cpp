@@ -47,10 +47,14 @@ const Case kCases[] = {
     {"int8/conv1x1_512to2048_7", 512, 2048, 7, 7, 1, 1, 1, true},
     {"int8/depthwise3x3_144_56", 144, 144, 56, 56, 3, 1, 144, true},
     {"int8/depthwise3x3_960_7", 960, 960, 7, 7, 3, 1, 960, true},
+    {"int8/depthwise3x3s2_96_112", 96, 96, 112, 112, 3, 2, 96, true},
+    {"int8/depthwise3x3_72_28", 72, 72, 28, 28, 3, 1, 72, true},
+    {"int8/depthwise5x5_240_14", 240, 240, 14, 14, 5, 1, 240, true},
     {"int8/gemm_2048to1000", 2048, 1000, 1, 1, 1, 1, 1, true, true},
     {"fp32/conv3x3_64_56", 64, 64, 56, 56, 3, 1, 1, false},
     {"fp32/conv1x1_256to64_56", 256, 64, 56, 56, 1, 1, 1, false},
     {"fp32/depthwise3x3_144_56", 144, 144, 56, 56, 3, 1, 144, false},
+    {"fp32/depthwise3x3s2_96_112", 96, 96, 112, 112, 3, 2, 96, false},
     {"fp32/gemm_2048to1000", 2048, 1000, 1, 1, 1, 1, 1, false, true},
 };
 

@@ -179,12 +179,14 @@ LogicalResult GraphLowering::lowerConv(Operation *op, bool int8, int in, int o,
   int64_t C16 = roundUp(IC, 16);
   s.padRowOff = padRow(int8, x.zp, C16);
   s.ep = ep;
-  // f32: [kh*kw][C16]. int8: [kw][row group][C16][4 rows] without dilation
-  // (the column kernel), else [tap group][C16][4 taps]; zero past the last
-  // row / tap: one vpdpbusd dword per channel.
+  // f32: [kh*kw][C16]. int8: [kw][output row][row group][C16][4 rows]
+  // without dilation (the column kernel), else [tap group][C16][4 taps]; zero
+  // past the last row / tap: one vpdpbusd dword per channel.
   s.columns = int8 && s.DH == 1 && s.DW == 1;
-  int64_t rowGroups = (KH + 3) / 4;
-  int64_t groups = s.columns ? KW * rowGroups : (KH * KW + 3) / 4;
+  if (s.columns)
+    s.chooseRows();
+  int64_t rowGroups = s.rowGroups();
+  int64_t groups = s.columns ? KW * s.rows * rowGroups : (KH * KW + 3) / 4;
   std::vector<int8_t> packed8(int8 ? groups * C16 * 4 : 0, 0);
   std::vector<float> packedF(int8 ? 0 : KH * KW * C16, 0.f);
   for (int64_t c = 0; c < IC; ++c)
@@ -194,8 +196,12 @@ LogicalResult GraphLowering::lowerConv(Operation *op, bool int8, int in, int o,
       if (!int8)
         packedF[t * C16 + c] = static_cast<float>(w);
       else if (s.columns)
-        packed8[((kw * rowGroups + kh / 4) * C16 + c) * 4 + kh % 4] =
-            static_cast<int8_t>(w);
+        for (int64_t r = 0; r < s.rows; ++r) {
+          // Output row r of the band reads band row r * SH + kh.
+          int64_t row = r * s.SH + kh;
+          packed8[(((kw * s.rows + r) * rowGroups + row / 4) * C16 + c) * 4 +
+                  row % 4] = static_cast<int8_t>(w);
+        }
       else
         packed8[((t / 4) * C16 + c) * 4 + t % 4] = static_cast<int8_t>(w);
     }
@@ -211,7 +217,10 @@ LogicalResult GraphLowering::lowerConv(Operation *op, bool int8, int in, int o,
                           : isa == Isa::AVXVNNI  ? "avxvnni-depthwise "
                                                  : "int8-depthwise ")
                        : "fp32-depthwise ") +
-      (s.columns ? "4x16" : "1x16") + s.ep.chainName;
+      (!s.columns    ? "1x16"
+       : s.rows == 2 ? "2x4x16"
+                     : "4x16") +
+      s.ep.chainName;
   addLayer(op, kernel, int8 ? "int8" : "fp32", macs > 50000, macs, ins, {o},
            [=](KB &k) {
              DepthwiseSpec spec = s;

@@ -15,6 +15,8 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
+#include <algorithm>
+
 using namespace mlir;
 using namespace qatc::codegen;
 
@@ -162,11 +164,18 @@ Value KB::quantize(Value y, float scale, int64_t zp, int64_t qmin,
                   static_cast<float>(qmax - zp));
 }
 
-Value KB::quantize(Value y, float scale, int64_t zp, float lo, float hi) {
+Value KB::quantize(Value y, float scale, int64_t zp, float lo, float hi,
+                   bool finite) {
   Type t = y.getType();
   Value q = b.create<arith::DivFOp>(loc, y, floatLike(t, scale));
-  q = b.create<arith::MaximumFOp>(loc, q, floatLike(t, lo));
-  q = b.create<arith::MinimumFOp>(loc, q, floatLike(t, hi));
+  // A finite y needs no NaN handling in the clamp (nor the sign of a zero:
+  // it converts to integer 0 either way): plain vmaxps / vminps.
+  auto fm = arith::FastMathFlagsAttr::get(b.getContext(),
+                                          finite ? arith::FastMathFlags::nnan |
+                                                       arith::FastMathFlags::nsz
+                                                 : arith::FastMathFlags::none);
+  q = b.create<arith::MaximumFOp>(loc, q, floatLike(t, lo), fm);
+  q = b.create<arith::MinimumFOp>(loc, q, floatLike(t, hi), fm);
   Type ti32 = like(t, i32);
   Value qi;
   auto vt = dyn_cast<VectorType>(t);
@@ -304,7 +313,13 @@ void qatc::codegen::emitEpilogue(KB &k, const Epilogue &ep, Value acc, Value c0,
     lo = std::max(lo, a / ep.outScale);
     hi = std::min(hi, z / ep.outScale);
   }
-  k.maskedStore(k.quantize(y, ep.outScale, ep.outZp, lo, hi), out, mask);
+  // An integer accumulator's affine image is finite; a fused chain's result
+  // may not be.
+  bool finite =
+      !ep.chain &&
+      !isa<FloatType>(cast<VectorType>(acc.getType()).getElementType());
+  k.maskedStore(k.quantize(y, ep.outScale, ep.outZp, lo, hi, finite), out,
+                mask);
 }
 
 namespace {
@@ -451,76 +466,192 @@ void qatc::codegen::emitDenseConv(KB &k, Isa isa, const DenseConvSpec &s) {
   });
 }
 
-/// The int8 depthwise kernel without dilation: the bytes of one input
-/// column (kernel rows in groups of 4) are interleaved once into a dword per
-/// channel and serve every output pixel of the tile that reads that column,
-/// each with its own column of weights, packed [kw][row group][C16][4 rows].
-static void emitDepthwiseColumns(KB &k, Isa isa, const DepthwiseSpec &s) {
+/// One dword per channel holding the bytes of up to 4 kernel rows,
+/// [r0, r1, r2, r3], from the rows' 16 channels (vector<16xi8> each): the
+/// operand vpdpbusd multiplies by a channel's 4 row weights.
+static Value interleaveRows(KB &k, Isa isa, ArrayRef<Value> x) {
   OpBuilder &b = k.b;
-  const int64_t C16 = (s.C + 15) / 16 * 16;
-  constexpr int64_t kPixels = 4;
-  auto vIn = VectorType::get({16}, k.i8);
   auto v16i32 = VectorType::get({16}, k.i32);
+  auto v64i8 = VectorType::get({64}, k.i8);
+  auto shuffle = [&](Value lo, Value hi, int64_t n) -> Value {
+    SmallVector<int64_t> cat;
+    for (int64_t i = 0; i < n; ++i)
+      cat.push_back(i);
+    return b.create<vector::ShuffleOp>(k.loc, lo, hi, cat);
+  };
+  if (isa == Isa::AVX512VNNI) {
+    // The rows as the four 128-bit lanes; vpermd transposes the 4x4 dwords
+    // (lane L dword j to lane j dword L), so lane j holds channels 4j..4j+3
+    // of every row, and vpshufb interleaves them within the lane: two
+    // shuffles (LLVM lowers the generic byte interleave below to about
+    // eight on AVX-512).
+    Value all = shuffle(shuffle(x[0], x[1], 32), shuffle(x[2], x[3], 32), 64);
+    SmallVector<int32_t> perm(16);
+    SmallVector<int8_t> bytes(64);
+    for (int64_t j = 0; j < 4; ++j)
+      for (int64_t l = 0; l < 4; ++l) {
+        perm[4 * j + l] = static_cast<int32_t>(4 * l + j);
+        for (int64_t r = 0; r < 4; ++r)
+          bytes[16 * l + 4 * j + r] = static_cast<int8_t>(4 * r + j);
+      }
+    // The vpermd index goes through an empty inline asm: LLVM's shuffle
+    // combiner would otherwise merge the lane inserts, vpermd and vpshufb
+    // into its own sequence of about eleven shuffles.
+    Value permV =
+        b.create<LLVM::InlineAsmOp>(
+             k.loc, v16i32,
+             ValueRange{b.create<arith::ConstantOp>(
+                 k.loc, v16i32,
+                 DenseElementsAttr::get(v16i32, ArrayRef<int32_t>(perm)))},
+             "", "=v,0", /*has_side_effects=*/false,
+             /*is_align_stack=*/false, LLVM::AsmDialectAttr(), ArrayAttr())
+            .getResult(0);
+    auto bytesV = b.create<arith::ConstantOp>(
+        k.loc, v64i8, DenseElementsAttr::get(v64i8, ArrayRef<int8_t>(bytes)));
+    Value d = b.create<vector::BitCastOp>(k.loc, v16i32, all);
+    d = b.create<LLVM::CallIntrinsicOp>(k.loc, v16i32,
+                                        "llvm.x86.avx512.permvar.si.512",
+                                        ValueRange{d, permV})
+            .getResult(0);
+    Value by = b.create<vector::BitCastOp>(k.loc, v64i8, d);
+    by = b.create<LLVM::CallIntrinsicOp>(k.loc, v64i8,
+                                         "llvm.x86.avx512.pshuf.b.512",
+                                         ValueRange{by, bytesV})
+             .getResult(0);
+    return b.create<vector::BitCastOp>(k.loc, v16i32, by);
+  }
   SmallVector<int64_t> pairMask, quadMask;
   for (int64_t c = 0; c < 16; ++c) {
     pairMask.append({c, 16 + c});
     quadMask.append({2 * c, 2 * c + 1, 32 + 2 * c, 32 + 2 * c + 1});
   }
+  Value lo = b.create<vector::ShuffleOp>(k.loc, x[0], x[1], pairMask);
+  Value hi = b.create<vector::ShuffleOp>(k.loc, x[2], x[3], pairMask);
+  return b.create<vector::BitCastOp>(
+      k.loc, v16i32, b.create<vector::ShuffleOp>(k.loc, lo, hi, quadMask));
+}
+
+/// The int8 depthwise kernel without dilation. Each input column's kernel
+/// rows (in groups of 4) are interleaved once into a dword per channel
+/// (interleaveRows) and serve every output pixel that reads that column,
+/// each with its own column of weights, packed [kw][output row][row
+/// group][C16][4 rows] (see DepthwiseSpec::rows). A band of `rows` output
+/// rows is swept in tiles of 4 pixels for one block of 16 channels at a
+/// time, so the columns a tile shares with the next one (KW - SW of them)
+/// are carried over in registers: each input column of the band is loaded
+/// and interleaved once per block.
+static void emitDepthwiseColumns(KB &k, Isa isa, const DepthwiseSpec &s) {
+  constexpr int64_t kPixels = 4;
+  const int64_t C16 = (s.C + 15) / 16 * 16;
+  const int64_t R = s.rows, span = (R - 1) * s.SH + s.KH;
+  const int64_t groups = s.rowGroups();
+  const int64_t carried = std::max<int64_t>(0, s.KW - s.SW);
+  const int64_t bands = (s.OH + R - 1) / R;
+  auto vIn = VectorType::get({16}, k.i8);
+  auto v16i32 = VectorType::get({16}, k.i32);
   Value padRow = k.gep(k.weights, s.padRowOff);
-  auto [begin, end] = k.share(s.N * s.OH);
+  auto [begin, end] = k.share(s.N * bands);
   k.loop(begin, end, 1, [&](Value idx) {
-    Value n = k.div(idx, k.c(s.OH));
-    Value oh = k.rem(idx, k.c(s.OH));
-    Value pixRow = k.mul(k.add(k.mul(n, k.c(s.OH)), oh), k.c(s.OW));
-    auto tile = [&](Value ow0, int64_t np) {
-      // The input columns the tile reads, and their KH row pointers.
-      int64_t cols = (np - 1) * s.SW + s.KW;
-      Value iw0 = k.sub(k.mul(ow0, k.c(s.SW)), k.c(s.PL));
-      SmallVector<SmallVector<Value>> px(cols);
-      for (int64_t j = 0; j < cols; ++j)
-        for (int64_t kh = 0; kh < s.KH; ++kh) {
-          Value ih = k.add(k.mul(oh, k.c(s.SH)), k.c(kh - s.PT));
-          px[j].push_back(tapPointer(k, s, n, ih, k.add(iw0, k.c(j)),
-                                     k.lt(ih, k.c(s.H)), padRow));
-        }
-      k.loop(k.c(0), k.c(s.C), 16, [&](Value c0) {
-        Value mask = k.prefixMask(16, k.sub(k.c(s.C), c0));
-        Value zero = k.splatI(0, 16, k.i8);
-        Value corr = k.load(v16i32, k.weightsAt(s.corrOff, c0, 4));
-        SmallVector<Value> acc(np, corr);
-        const int64_t groups = (s.KH + 3) / 4;
-        SmallVector<Value> w; // [kw][row group]
-        for (int64_t i = 0; i < s.KW * groups; ++i)
-          w.push_back(
-              k.load(v16i32, k.weightsAt(s.weightOff + i * C16 * 4, c0, 4)));
-        for (int64_t j = 0; j < cols; ++j)
-          for (int64_t g = 0; g < groups; ++g) {
-            SmallVector<Value> x;
-            for (int64_t kh = 4 * g; kh < 4 * g + 4; ++kh)
-              x.push_back(kh < s.KH ? k.maskedLoad(vIn, k.gep(px[j][kh], c0),
-                                                   mask, zero)
-                                    : zero);
-            Value lo = b.create<vector::ShuffleOp>(k.loc, x[0], x[1], pairMask);
-            Value hi = b.create<vector::ShuffleOp>(k.loc, x[2], x[3], pairMask);
-            Value column = b.create<vector::BitCastOp>(
-                k.loc, v16i32,
-                b.create<vector::ShuffleOp>(k.loc, lo, hi, quadMask));
-            for (int64_t p = 0; p < np; ++p) {
-              int64_t kw = j - p * s.SW;
-              if (kw >= 0 && kw < s.KW)
-                acc[p] = emitDot4(k, isa, acc[p], column, w[kw * groups + g]);
-            }
+    Value n = k.div(idx, k.c(bands));
+    Value oh0 = k.mul(k.rem(idx, k.c(bands)), k.c(R));
+    // Each input row's first pixel, and whether the row lies inside the
+    // image (a row above it has a negative ih: unsigned, not below H).
+    SmallVector<Value> rowPix, rowOk;
+    for (int64_t t = 0; t < span; ++t) {
+      Value ih = k.add(k.mul(oh0, k.c(s.SH)), k.c(t - s.PT));
+      rowOk.push_back(k.lt(ih, k.c(s.H)));
+      rowPix.push_back(k.mul(k.add(k.mul(n, k.c(s.H)), ih), k.c(s.W)));
+    }
+    // The band's first `nrows` output rows (fewer than R at the bottom),
+    // for channel blocks of `lanes` (16, or the remainder: a constant mask).
+    auto block = [&](int64_t nrows, Value c0, int64_t lanes) {
+      Value mask = k.prefixMask(16, k.c(lanes));
+      Value zero = k.splatI(0, 16, k.i8);
+      Value corr = k.load(v16i32, k.weightsAt(s.corrOff, c0, 4));
+      SmallVector<Value> w; // [kw][output row][row group]
+      for (int64_t i = 0; i < s.KW * R * groups; ++i)
+        w.push_back(
+            k.load(v16i32, k.weightsAt(s.weightOff + i * C16 * 4, c0, 4)));
+      // Row group g of input column iw (the padding row outside the image).
+      auto column = [&](Value iw, int64_t g) {
+        Value colOk = k.lt(iw, k.c(s.W));
+        SmallVector<Value> x;
+        for (int64_t t = 4 * g; t < 4 * g + 4; ++t) {
+          if (t >= span) {
+            x.push_back(zero);
+            continue;
           }
-        for (int64_t p = 0; p < np; ++p)
-          epilogueAt(k, s, acc[p], k.add(pixRow, k.add(ow0, k.c(p))), c0, mask);
-      });
+          Value p =
+              k.select(k.andi(rowOk[t], colOk),
+                       k.at(s.inOff, k.add(rowPix[t], iw), s.inCS), padRow);
+          x.push_back(k.maskedLoad(vIn, k.gep(p, c0), mask, zero));
+        }
+        return interleaveRows(k, isa, x);
+      };
+      // Pixels [ow0, ow0 + np) of the rows; `in` holds the first `carried`
+      // columns ([column][row group]), the result the next tile's.
+      auto tile = [&](Value ow0, int64_t np, ValueRange in) {
+        Value iw0 = k.sub(k.mul(ow0, k.c(s.SW)), k.c(s.PL));
+        SmallVector<Value> acc(nrows * np, corr), out;
+        for (int64_t j = 0; j < (np - 1) * s.SW + s.KW; ++j)
+          for (int64_t g = 0; g < groups; ++g) {
+            Value col = j < carried ? in[j * groups + g]
+                                    : column(k.add(iw0, k.c(j)), g);
+            if (j >= np * s.SW)
+              out.push_back(col);
+            for (int64_t r = 0; r < nrows; ++r)
+              for (int64_t p = 0; p < np; ++p) {
+                int64_t kw = j - p * s.SW;
+                if (kw >= 0 && kw < s.KW)
+                  acc[r * np + p] = emitDot4(k, isa, acc[r * np + p], col,
+                                             w[(kw * R + r) * groups + g]);
+              }
+          }
+        for (int64_t r = 0; r < nrows; ++r) {
+          Value pixRow =
+              k.mul(k.add(k.mul(n, k.c(s.OH)), k.add(oh0, k.c(r))), k.c(s.OW));
+          for (int64_t p = 0; p < np; ++p)
+            epilogueAt(k, s, acc[r * np + p], k.add(pixRow, k.add(ow0, k.c(p))),
+                       c0, mask);
+        }
+        return out;
+      };
+      SmallVector<Value> carry;
+      for (int64_t j = 0; j < carried; ++j)
+        for (int64_t g = 0; g < groups; ++g)
+          carry.push_back(column(k.c(j - s.PL), g));
+      int64_t full = s.OW / kPixels, tail = s.OW % kPixels;
+      if (full)
+        carry = k.loop(
+            k.c(0), k.c(full * kPixels), kPixels, carry,
+            [&](Value ow0, ValueRange in) { return tile(ow0, kPixels, in); });
+      if (tail)
+        tile(k.c(full * kPixels), tail, carry);
     };
-    int64_t full = s.OW / kPixels, tail = s.OW % kPixels;
-    if (full)
-      k.loop(k.c(0), k.c(full * kPixels), kPixels,
-             [&](Value ow0) { tile(ow0, kPixels); });
-    if (tail)
-      tile(k.c(full * kPixels), tail);
+    auto band = [&](int64_t nrows) {
+      if (s.C >= 16)
+        k.loop(k.c(0), k.c(s.C / 16 * 16), 16,
+               [&](Value c0) { block(nrows, c0, 16); });
+      if (s.C % 16)
+        block(nrows, k.c(s.C / 16 * 16), s.C % 16);
+    };
+    if (s.OH % R == 0)
+      return band(R);
+    // The last band of an image holds the remaining rows.
+    k.b.create<scf::IfOp>(
+        k.loc, k.lt(k.add(oh0, k.c(R - 1)), k.c(s.OH)),
+        [&](OpBuilder &nb, Location) {
+          OpBuilder::InsertionGuard g(k.b);
+          k.b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+          band(R);
+          k.b.create<scf::YieldOp>(k.loc);
+        },
+        [&](OpBuilder &nb, Location) {
+          OpBuilder::InsertionGuard g(k.b);
+          k.b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+          band(s.OH % R);
+          k.b.create<scf::YieldOp>(k.loc);
+        });
   });
 }
 

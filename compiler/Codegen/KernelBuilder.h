@@ -98,8 +98,9 @@ public:
                        int64_t qmax);
   /// The same with the quotient clamped to [lo, hi] (zero point removed)
   /// before rounding.
+  /// `finite`: y is known finite (no NaN handling in the clamps).
   mlir::Value quantize(mlir::Value y, float scale, int64_t zp, float lo,
-                       float hi);
+                       float hi, bool finite = false);
   /// DequantizeLinear of stored u8 `q` (scalar or vector): (q - zp) * scale.
   mlir::Value dequantize(mlir::Value q, int64_t zp, float scale);
 };
@@ -171,14 +172,27 @@ struct DenseConvSpec : ConvSpec {
 void emitDenseConv(KB &k, Isa isa, const DenseConvSpec &s);
 
 /// Depthwise convolution (group = channels, one filter each). Weights
-/// f32 [kh*kw][C16]; i8 [kw][row group][C16][4 rows] (`columns`) or
-/// [ceil(kh*kw / 4)][C16][4 taps]: one dword per channel for vpdpbusd.
+/// f32 [kh*kw][C16]; i8 [kw][output row][row group][C16][4 rows]
+/// (`columns`) or [ceil(kh*kw / 4)][C16][4 taps]: one dword per channel for
+/// vpdpbusd.
 struct DepthwiseSpec : ConvSpec {
   int64_t C = 0;
-  /// int8 without dilation: weights packed [kw][row group][C16][4 rows],
-  /// each input column's rows interleaved once for the 4-pixel tile (else
-  /// [tap group][C16][4 taps]).
+  /// int8 without dilation: weights packed [kw][output row][row
+  /// group][C16][4 rows], each input column's rows interleaved once for a
+  /// band of `rows` output rows x 4 pixels (else [tap group][C16][4 taps]).
   bool columns = false;
+  /// Output rows per band (`columns`): 2 where the band's input rows,
+  /// (rows - 1) * SH + KH of them, take no more groups of 4 than one output
+  /// row's (3x3 and 5x5 at stride 1), so one interleaved column serves both
+  /// rows, each with its own weights (row r's kernel row kh at band row
+  /// r * SH + kh).
+  int64_t rows = 1;
+  /// Groups of 4 input rows of a band.
+  int64_t rowGroups() const { return ((rows - 1) * SH + KH + 3) / 4; }
+  /// `rows` for this window: 2 when it costs no extra group, else 1.
+  void chooseRows() {
+    rows = OH > 1 && (SH + KH + 3) / 4 == (KH + 3) / 4 ? 2 : 1;
+  }
 };
 void emitDepthwise(KB &k, Isa isa, const DepthwiseSpec &s);
 

@@ -194,6 +194,16 @@ CASES = {
     "depthwise_c17_3x3": lambda b: conv_case(b, 17, 17, (10, 9), 3, pads=(1, 1, 1, 1), group=17),
     "depthwise_c40_5x5_s2": lambda b: conv_case(b, 40, 40, (11, 11), 5, stride=2,
                                                 pads=(2, 2, 2, 2), group=40),
+    # Stride-1 depthwise runs bands of two output rows: an odd row count
+    # leaves a one-row band at each image's bottom.
+    "depthwise_c33_3x3_odd_rows_batch2": lambda b: conv_case(
+        b, 33, 33, (11, 7), 3, pads=(1, 1, 1, 1), group=33, n=2),
+    "depthwise_c24_5x5_s1": lambda b: conv_case(b, 24, 24, (9, 13), 5,
+                                                pads=(2, 2, 2, 2), group=24),
+    "depthwise_c16_3x3_asym_pad": lambda b: conv_case(b, 16, 16, (8, 8), 3,
+                                                      pads=(0, 1, 1, 0), group=16),
+    "depthwise_c20_3x3_tiny_map": lambda b: conv_case(b, 20, 20, (3, 2), 3,
+                                                      pads=(1, 1, 1, 1), group=20),
     "gemm_m1_k3_n5": lambda b: gemm_case(b, 1, 3, 5),
     "gemm_m7_k67_n130": lambda b: gemm_case(b, 7, 67, 130),
     "gemm_m13_k16_n17": lambda b: gemm_case(b, 13, 16, 17),
