@@ -91,6 +91,33 @@ Value KB::splatI(int64_t v, int64_t lanes, Type elem) {
           vt, APInt(elem.getIntOrFloatBitWidth(), v, /*isSigned=*/true)));
 }
 
+Value KB::concat(ArrayRef<Value> parts) {
+  if (parts.size() == 1)
+    return parts[0];
+  auto vt = cast<VectorType>(parts[0].getType());
+  int64_t n = vt.getNumElements();
+  auto wide = VectorType::get({n * static_cast<int64_t>(parts.size())},
+                              vt.getElementType());
+  Value out = b.create<arith::ConstantOp>(loc, wide, b.getZeroAttr(wide));
+  for (size_t i = 0; i < parts.size(); ++i)
+    out = b.create<vector::InsertStridedSliceOp>(
+        loc, parts[i], out, ArrayRef<int64_t>{n * static_cast<int64_t>(i)},
+        ArrayRef<int64_t>{1});
+  return out;
+}
+
+Value KB::tile(Value v, int64_t times) {
+  return concat(SmallVector<Value>(times, v));
+}
+
+Value KB::slice(Value v, int64_t i, int64_t lanes) {
+  if (cast<VectorType>(v.getType()).getNumElements() == lanes)
+    return v;
+  return b.create<vector::ExtractStridedSliceOp>(
+      loc, v, ArrayRef<int64_t>{lanes * i}, ArrayRef<int64_t>{lanes},
+      ArrayRef<int64_t>{1});
+}
+
 void KB::loop(Value lb, Value ub, int64_t step,
               llvm::function_ref<void(Value)> body) {
   b.create<scf::ForOp>(loc, lb, ub, c(step), ValueRange{},
@@ -179,21 +206,71 @@ Value KB::quantize(Value y, float scale, int64_t zp, float lo, float hi,
   Type ti32 = like(t, i32);
   Value qi;
   auto vt = dyn_cast<VectorType>(t);
-  if (avx512 && vt && vt.getNumElements() == 16) {
+  if (avx512 && vt && vt.getNumElements() % 16 == 0) {
     // One vcvtps2dq rounding half to even ({rn-sae}, whatever MXCSR says)
-    // instead of vrndscaleps + vcvttps2dq.
+    // instead of vrndscaleps + vcvttps2dq, per 16 lanes.
     auto mask = b.create<arith::ConstantIntOp>(loc, -1, 16);
     auto rounding = b.create<arith::ConstantIntOp>(loc, 8, 32);
-    qi = b.create<LLVM::CallIntrinsicOp>(
-              loc, ti32, "llvm.x86.avx512.mask.cvtps2dq.512",
-              ValueRange{q, intLike(ti32, 0), mask, rounding})
-             .getResult(0);
+    auto v16i32 = VectorType::get({16}, i32);
+    SmallVector<Value> parts;
+    for (int64_t i = 0; i < vt.getNumElements() / 16; ++i)
+      parts.push_back(
+          b.create<LLVM::CallIntrinsicOp>(
+               loc, v16i32, "llvm.x86.avx512.mask.cvtps2dq.512",
+               ValueRange{slice(q, i), intLike(v16i32, 0), mask, rounding})
+              .getResult(0));
+    qi = concat(parts);
   } else {
     q = b.create<math::RoundEvenOp>(loc, q);
     qi = b.create<arith::FPToSIOp>(loc, ti32, q);
   }
   qi = b.create<arith::AddIOp>(loc, qi, intLike(ti32, zp));
   return b.create<arith::TruncIOp>(loc, like(t, i8), qi);
+}
+
+Value KB::exp(Value x) {
+  auto vt = dyn_cast<VectorType>(x.getType());
+  if (!avx512 || (vt && vt.getNumElements() % 16))
+    return b.create<math::ExpOp>(loc, x);
+  if (!vt) {
+    Value lanes = exp(splat(x, 16));
+    return b.create<vector::ExtractOp>(loc, lanes, ArrayRef<int64_t>{0});
+  }
+  int64_t n = vt.getNumElements();
+  auto c = [&](float v) { return splatF(v, n); };
+  auto fma = [&](Value a, Value m, Value add) -> Value {
+    return b.create<math::FmaOp>(loc, a, m, add);
+  };
+  // Clamped so that n stays small (+-inf become 89 and -104, whose exp
+  // overflows to inf and underflows to 0); NaN passes through.
+  Value xc = b.create<arith::MinimumFOp>(
+      loc, b.create<arith::MaximumFOp>(loc, x, c(-104.f)), c(89.f));
+  // x = k2 ln2 + r, |r| <= ln2 / 2, ln2 in two parts (Cody-Waite).
+  Value k2 = b.create<math::RoundEvenOp>(
+      loc, b.create<arith::MulFOp>(loc, xc, c(1.44269504088896341f)));
+  Value r = fma(k2, c(-0.693359375f), xc);
+  r = fma(k2, c(2.12194440e-4f), r);
+  // e^r = 1 + r + r^2 P(r) (Cephes expf).
+  Value p = c(1.9875691500e-4f);
+  for (float coef : {1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f,
+                     1.6666665459e-1f, 5.0000001201e-1f})
+    p = fma(p, r, c(coef));
+  Value y = fma(p, b.create<arith::MulFOp>(loc, r, r), r);
+  y = b.create<arith::AddFOp>(loc, y, c(1.f));
+  // y * 2^k2: vscalefps scales exactly, underflows gradually and overflows
+  // to inf.
+  auto mask = b.create<arith::ConstantIntOp>(loc, -1, 16);
+  auto rounding = b.create<arith::ConstantIntOp>(loc, 4, 32); // current
+  auto v16 = VectorType::get({16}, f32);
+  SmallVector<Value> parts;
+  for (int64_t i = 0; i < n / 16; ++i) {
+    Value yi = slice(y, i);
+    parts.push_back(b.create<LLVM::CallIntrinsicOp>(
+                         loc, v16, "llvm.x86.avx512.mask.scalef.ps.512",
+                         ValueRange{yi, slice(k2, i), yi, mask, rounding})
+                        .getResult(0));
+  }
+  return concat(parts);
 }
 
 Value KB::dequantize(Value q, int64_t zp, float scale) {
@@ -259,15 +336,19 @@ Value qatc::codegen::emitDot4(KB &k, Isa isa, Value acc, Value a, Value w) {
   return acc;
 }
 
-void qatc::codegen::emitEpilogue(KB &k, const Epilogue &ep, Value acc, Value c0,
-                                 Value mask, Value out, Value res) {
+void qatc::codegen::emitEpilogue(KB &k, const Epilogue &ep,
+                                 ArrayRef<Value> accs, Value c0, Value mask,
+                                 ArrayRef<Value> outs, ArrayRef<Value> res) {
   OpBuilder &b = k.b;
-  auto vf = VectorType::get({16}, k.f32);
-  Value y = acc;
-  if (!isa<FloatType>(cast<VectorType>(acc.getType()).getElementType()))
-    y = b.create<arith::SIToFPOp>(k.loc, vf, acc);
+  const int64_t parts = accs.size(), lanes = 16 * parts;
+  auto vf = VectorType::get({lanes}, k.f32);
+  Value acc = k.concat(accs);
+  bool intAcc =
+      !isa<FloatType>(cast<VectorType>(acc.getType()).getElementType());
+  Value y = intAcc ? b.create<arith::SIToFPOp>(k.loc, vf, acc) : acc;
   auto channelVec = [&](int64_t off) {
-    return k.load(vf, k.weightsAt(off, c0, 4));
+    return k.tile(k.load(VectorType::get({16}, k.f32), k.weightsAt(off, c0, 4)),
+                  parts);
   };
   if (ep.multOff >= 0)
     y = b.create<arith::MulFOp>(k.loc, y, channelVec(ep.multOff));
@@ -276,8 +357,8 @@ void qatc::codegen::emitEpilogue(KB &k, const Epilogue &ep, Value acc, Value c0,
   if (ep.biasOff >= 0)
     y = b.create<arith::AddFOp>(k.loc, y, channelVec(ep.biasOff));
   auto clamp = [&](Value v, float lo, float hi) -> Value {
-    v = b.create<arith::MaximumFOp>(k.loc, v, k.splatF(lo, 16));
-    return b.create<arith::MinimumFOp>(k.loc, v, k.splatF(hi, 16));
+    v = b.create<arith::MaximumFOp>(k.loc, v, k.splatF(lo, lanes));
+    return b.create<arith::MinimumFOp>(k.loc, v, k.splatF(hi, lanes));
   };
   // The last clamp before a quantized store joins the quantization's own
   // clamp: y / s rounds monotonically, so clamping y to [lo, hi] first gives
@@ -289,40 +370,47 @@ void qatc::codegen::emitEpilogue(KB &k, const Epilogue &ep, Value acc, Value c0,
   if (ep.hasAct && !actJoins)
     y = clamp(y, ep.actLo, ep.actHi);
   if (ep.hasResidual) {
-    Value r = k.maskedLoad(VectorType::get({16}, k.i8), res, mask,
-                           k.splatI(0, 16, k.i8));
-    y = b.create<arith::AddFOp>(k.loc, y,
-                                k.dequantize(r, ep.resZp, ep.resScale));
+    SmallVector<Value> r;
+    for (Value p : res)
+      r.push_back(k.maskedLoad(VectorType::get({16}, k.i8), p, mask,
+                               k.splatI(0, 16, k.i8)));
+    y = b.create<arith::AddFOp>(
+        k.loc, y, k.dequantize(k.concat(r), ep.resZp, ep.resScale));
   }
   if (ep.hasPost && !postJoins)
     y = clamp(y, ep.postLo, ep.postHi);
   if (ep.chain)
     y = ep.chain(k, y, k.add(c0, k.c(ep.chainChannelBase)));
-  if (!ep.quantOut) {
-    k.maskedStore(y, out, mask);
-    return;
+  if (ep.quantOut) {
+    // QuantizeLinear's arithmetic (KB::quantize); clamping to the integer
+    // bounds before rounding gives the same result as saturating after, and
+    // keeps fptosi in range.
+    float lo = static_cast<float>(ep.qmin - ep.outZp),
+          hi = static_cast<float>(ep.qmax - ep.outZp);
+    if (actJoins || postJoins) {
+      float a = actJoins ? ep.actLo : ep.postLo,
+            z = actJoins ? ep.actHi : ep.postHi;
+      lo = std::max(lo, a / ep.outScale);
+      hi = std::min(hi, z / ep.outScale);
+    }
+    // An integer accumulator's affine image is finite; a fused chain's
+    // result may not be.
+    y = k.quantize(y, ep.outScale, ep.outZp, lo, hi, intAcc && !ep.chain);
   }
-  // QuantizeLinear's arithmetic (KB::quantize); clamping to the integer
-  // bounds before rounding gives the same result as saturating after, and
-  // keeps fptosi in range.
-  float lo = static_cast<float>(ep.qmin - ep.outZp),
-        hi = static_cast<float>(ep.qmax - ep.outZp);
-  if (actJoins || postJoins) {
-    float a = actJoins ? ep.actLo : ep.postLo,
-          z = actJoins ? ep.actHi : ep.postHi;
-    lo = std::max(lo, a / ep.outScale);
-    hi = std::min(hi, z / ep.outScale);
-  }
-  // An integer accumulator's affine image is finite; a fused chain's result
-  // may not be.
-  bool finite =
-      !ep.chain &&
-      !isa<FloatType>(cast<VectorType>(acc.getType()).getElementType());
-  k.maskedStore(k.quantize(y, ep.outScale, ep.outZp, lo, hi, finite), out,
-                mask);
+  for (int64_t i = 0; i < parts; ++i)
+    k.maskedStore(k.slice(y, i), outs[i], mask);
+}
+
+void qatc::codegen::emitEpilogue(KB &k, const Epilogue &ep, Value acc, Value c0,
+                                 Value mask, Value out, Value res) {
+  emitEpilogue(k, ep, ArrayRef<Value>{acc}, c0, mask, ArrayRef<Value>{out},
+               res ? ArrayRef<Value>{res} : ArrayRef<Value>{});
 }
 
 namespace {
+
+/// Output vectors per batched epilogue (epilogueAt).
+constexpr size_t kEpilogueBatch = 4;
 
 /// The address of input pixel (n, ih, iw) of `s`, or of the padding row
 /// when it lies outside the image (`rowOk`: ih is inside).
@@ -333,16 +421,25 @@ Value tapPointer(KB &k, const ConvSpec &s, Value n, Value ih, Value iw,
   return k.select(ok, k.at(s.inOff, pixel, s.inCS * (s.int8 ? 1 : 4)), padRow);
 }
 
-/// The epilogue of 16 channels from `c` of output pixel `pix` (flat
-/// N*OH*OW index) of `s`.
-void epilogueAt(KB &k, const ConvSpec &s, Value acc, Value pix, Value c,
-                Value mask) {
-  Value channel = k.add(k.mul(pix, k.c(s.outCS)), c);
-  Value out = k.at(s.outOff, channel, s.ep.quantOut ? 1 : 4);
-  Value res;
-  if (s.ep.hasResidual)
-    res = k.at(s.ep.resOff, k.add(k.mul(pix, k.c(s.ep.resCS)), c), 1);
-  emitEpilogue(k, s.ep, acc, c, mask, out, res);
+/// The epilogues of 16 channels from `c` of output pixels `pix` (flat
+/// N*OH*OW indices) of `s`, in batches of kEpilogueBatch: one chain of
+/// operations on wider vectors, which LLVM splits into 16-lane instructions
+/// side by side, so the out-of-order core overlaps their latencies (a SiLU
+/// epilogue is a chain of about 30 dependent instructions).
+void epilogueAt(KB &k, const ConvSpec &s, ArrayRef<Value> accs,
+                ArrayRef<Value> pix, Value c, Value mask) {
+  for (size_t first = 0; first < accs.size(); first += kEpilogueBatch) {
+    size_t n = std::min<size_t>(kEpilogueBatch, accs.size() - first);
+    SmallVector<Value> outs, res;
+    for (size_t i = first; i < first + n; ++i) {
+      Value channel = k.add(k.mul(pix[i], k.c(s.outCS)), c);
+      outs.push_back(k.at(s.outOff, channel, s.ep.quantOut ? 1 : 4));
+      if (s.ep.hasResidual)
+        res.push_back(
+            k.at(s.ep.resOff, k.add(k.mul(pix[i], k.c(s.ep.resCS)), c), 1));
+    }
+    emitEpilogue(k, s.ep, accs.slice(first, n), c, mask, outs, res);
+  }
 }
 
 } // namespace
@@ -439,8 +536,12 @@ void qatc::codegen::emitDenseConv(KB &k, Isa isa, const DenseConvSpec &s) {
       for (int64_t v = 0; v < s.NV; ++v) {
         Value c = k.add(c0, k.c(v * 16));
         Value mask = k.prefixMask(16, k.sub(k.c(s.OC), c));
-        for (int64_t m = 0; m < mr; ++m)
-          epilogueAt(k, s, accs[m * s.NV + v], k.add(p0, k.c(m)), c, mask);
+        SmallVector<Value> vs, pix;
+        for (int64_t m = 0; m < mr; ++m) {
+          vs.push_back(accs[m * s.NV + v]);
+          pix.push_back(k.add(p0, k.c(m)));
+        }
+        epilogueAt(k, s, vs, pix, c, mask);
       }
     };
     if (!tail) {
@@ -610,9 +711,11 @@ static void emitDepthwiseColumns(KB &k, Isa isa, const DepthwiseSpec &s) {
         for (int64_t r = 0; r < nrows; ++r) {
           Value pixRow =
               k.mul(k.add(k.mul(n, k.c(s.OH)), k.add(oh0, k.c(r))), k.c(s.OW));
+          SmallVector<Value> pix;
           for (int64_t p = 0; p < np; ++p)
-            epilogueAt(k, s, acc[r * np + p], k.add(pixRow, k.add(ow0, k.c(p))),
-                       c0, mask);
+            pix.push_back(k.add(pixRow, k.add(ow0, k.c(p))));
+          epilogueAt(k, s, ArrayRef<Value>(acc).slice(r * np, np), pix, c0,
+                     mask);
         }
         return out;
       };

@@ -66,6 +66,12 @@ public:
   mlir::Value splat(mlir::Value scalar, int64_t lanes);
   mlir::Value splatF(float v, int64_t lanes);
   mlir::Value splatI(int64_t v, int64_t lanes, mlir::Type elem);
+  /// Equal 1-D vectors end to end (one vector: itself).
+  mlir::Value concat(llvm::ArrayRef<mlir::Value> parts);
+  /// `v` repeated `times` times end to end.
+  mlir::Value tile(mlir::Value v, int64_t times);
+  /// Lanes [16 i, 16 i + 16) of `v` (or of `lanes` from `lanes` * i).
+  mlir::Value slice(mlir::Value v, int64_t i, int64_t lanes = 16);
 
   /// for (iv = lb; iv < ub; iv += step) body(iv)
   void loop(mlir::Value lb, mlir::Value ub, int64_t step,
@@ -93,7 +99,8 @@ public:
   static mlir::Type like(mlir::Type like, mlir::Type elem);
   /// QuantizeLinear of f32 `y` (scalar or vector) to the stored domain:
   /// `y / scale`, clamped to [qmin, qmax] - zp, rounded half to even, + zp;
-  /// i8 of y's shape.
+  /// i8 of y's shape. On AVX-512 vectors the quotient takes three FMA-unit
+  /// instructions instead of vdivps, with the same bits.
   mlir::Value quantize(mlir::Value y, float scale, int64_t zp, int64_t qmin,
                        int64_t qmax);
   /// The same with the quotient clamped to [lo, hi] (zero point removed)
@@ -101,6 +108,16 @@ public:
   /// `finite`: y is known finite (no NaN handling in the clamps).
   mlir::Value quantize(mlir::Value y, float scale, int64_t zp, float lo,
                        float hi, bool finite = false);
+  /// exp of f32 `x` (a scalar or a vector). On AVX-512 it is Cody-Waite
+  /// reduction, Cephes' degree-5 polynomial and vscalefps, about 15
+  /// instructions per 16 lanes against about 30 for math.exp's
+  /// approximation, within 2 ulp of it (scalars take lane 0 of the same
+  /// code, so a map's remainder agrees with its vector body); elsewhere
+  /// math.exp.
+  mlir::Value exp(mlir::Value x);
+  /// 1 / (1 + exp(-x)) of f32 `x` (a scalar or a vector), the reciprocal by
+  /// vrcp14ps and a Newton step on AVX-512 (within an ulp), else a division.
+  mlir::Value sigmoid(mlir::Value x);
   /// DequantizeLinear of stored u8 `q` (scalar or vector): (q - zp) * scale.
   mlir::Value dequantize(mlir::Value q, int64_t zp, float scale);
 };
@@ -125,7 +142,8 @@ struct Epilogue {
   float resScale = 1;
   bool hasPost = false;
   float postLo = 0, postHi = 0;
-  /// A fused chain of elementwise ops on the f32 result (16 lanes) before
+  /// A fused chain of elementwise ops on the f32 result (16 lanes, or a
+  /// multiple of 16 holding several pixels of the same 16 channels) before
   /// the store: `chain(k, y, first channel)`; the channel indexes per-channel
   /// constants, offset by `chainChannelBase` (a group's first channel).
   std::function<mlir::Value(KB &, mlir::Value, mlir::Value)> chain;
@@ -139,6 +157,13 @@ struct Epilogue {
 /// channels when the epilogue has one.
 void emitEpilogue(KB &k, const Epilogue &ep, mlir::Value acc, mlir::Value c0,
                   mlir::Value mask, mlir::Value out, mlir::Value res);
+/// The same for several accumulator vectors of the same 16 channels (the
+/// pixels of a tile) as one computation on a vector of 16 x accs.size()
+/// lanes, stored to `outs` (and reading residuals at `res`).
+void emitEpilogue(KB &k, const Epilogue &ep, llvm::ArrayRef<mlir::Value> accs,
+                  mlir::Value c0, mlir::Value mask,
+                  llvm::ArrayRef<mlir::Value> outs,
+                  llvm::ArrayRef<mlir::Value> res);
 
 /// What the dense and the depthwise kernels share: a 2-D window over NHWC
 /// tensors, their place in the arena and the weights blob, the epilogue.

@@ -519,8 +519,7 @@ LogicalResult GraphLowering::lowerSoftmaxLike(Operation *op, Value xV,
             Value sum = b.create<vector::ReductionOp>(
                 k.loc, vector::CombiningKind::ADD,
                 over(k.splatF(0.f, 16), [&](Value c, Value a) -> Value {
-                  Value e = b.create<math::ExpOp>(
-                      k.loc, b.create<arith::SubFOp>(k.loc, x(c), mxv));
+                  Value e = k.exp(b.create<arith::SubFOp>(k.loc, x(c), mxv));
                   if (!log)
                     k.maskedStore(e, at(yo, c), mask(c));
                   return b.create<arith::AddFOp>(k.loc, a, e);
@@ -563,15 +562,14 @@ LogicalResult GraphLowering::lowerSoftmaxLike(Operation *op, Value xV,
                      [&](Value i, ValueRange a) -> SmallVector<Value> {
                        return {b.create<arith::MaximumFOp>(k.loc, a[0], x(i))};
                      })[0];
-          Value sum =
-              k.loop(k.c(0), k.c(n), 1, ValueRange{k.cf(0.f)},
-                     [&](Value i, ValueRange a) -> SmallVector<Value> {
-                       Value e = b.create<math::ExpOp>(
-                           k.loc, b.create<arith::SubFOp>(k.loc, x(i), mx));
-                       if (!log)
-                         k.store(e, at(yo, i));
-                       return {b.create<arith::AddFOp>(k.loc, a[0], e)};
-                     })[0];
+          Value sum = k.loop(k.c(0), k.c(n), 1, ValueRange{k.cf(0.f)},
+                             [&](Value i, ValueRange a) -> SmallVector<Value> {
+                               Value e = k.exp(
+                                   b.create<arith::SubFOp>(k.loc, x(i), mx));
+                               if (!log)
+                                 k.store(e, at(yo, i));
+                               return {b.create<arith::AddFOp>(k.loc, a[0], e)};
+                             })[0];
           Value logSum =
               log ? b.create<math::LogOp>(k.loc, sum).getResult() : sum;
           k.loop(k.c(0), k.c(n), 1, [&](Value i) {

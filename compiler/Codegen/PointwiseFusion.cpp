@@ -92,8 +92,7 @@ std::optional<ScalarFn> elementwiseBody(Operation *op) {
         return [](KB &k, ArrayRef<Value> v) -> Value {
           // 1 / (1 + exp(-x)), as the reference.
           OpBuilder &b = k.b;
-          Value e = b.create<math::ExpOp>(k.loc,
-                                          b.create<arith::NegFOp>(k.loc, v[0]));
+          Value e = k.exp(b.create<arith::NegFOp>(k.loc, v[0]));
           Value one = fconst(k, v[0], 1.f);
           return b.create<arith::DivFOp>(
               k.loc, one, b.create<arith::AddFOp>(k.loc, one, e));
@@ -136,8 +135,8 @@ std::optional<ScalarFn> elementwiseBody(Operation *op) {
         float alpha = o.getAlpha().convertToFloat();
         return [alpha](KB &k, ArrayRef<Value> v) {
           OpBuilder &b = k.b;
-          Value e = b.create<arith::SubFOp>(
-              k.loc, b.create<math::ExpOp>(k.loc, v[0]), fconst(k, v[0], 1.f));
+          Value e =
+              b.create<arith::SubFOp>(k.loc, k.exp(v[0]), fconst(k, v[0], 1.f));
           return negativeSide(
               k, v[0],
               b.create<arith::MulFOp>(k.loc, e, fconst(k, v[0], alpha)));
@@ -147,7 +146,7 @@ std::optional<ScalarFn> elementwiseBody(Operation *op) {
         return [](KB &k, ArrayRef<Value> v) -> Value {
           // log(exp(x) + 1), as the reference.
           OpBuilder &b = k.b;
-          Value e = b.create<math::ExpOp>(k.loc, v[0]);
+          Value e = k.exp(v[0]);
           return b.create<math::LogOp>(
               k.loc, b.create<arith::AddFOp>(k.loc, e, fconst(k, e, 1.f)));
         };
@@ -171,7 +170,9 @@ std::optional<ScalarFn> elementwiseBody(Operation *op) {
       })
       .Case<onnx::ErfOp>([](auto) { return unary<math::ErfOp>(); })
       .Case<onnx::TanhOp>([](auto) { return unary<math::TanhOp>(); })
-      .Case<onnx::ExpOp>([](auto) { return unary<math::ExpOp>(); })
+      .Case<onnx::ExpOp>([](auto) -> ScalarFn {
+        return [](KB &k, ArrayRef<Value> v) { return k.exp(v[0]); };
+      })
       .Case<onnx::SqrtOp>([](auto) { return unary<math::SqrtOp>(); })
       .Case<onnx::LogOp>([](auto) { return unary<math::LogOp>(); })
       .Case<onnx::AbsOp>([](auto) { return unary<math::AbsFOp>(); })
@@ -419,9 +420,11 @@ int GraphLowering::epilogueOutput(
   fillEpilogueOut(ep, tensors[o]);
   ep.chainName = " +" + program->name;
   ep.chain = [program](KB &k, Value y, Value channel) {
+    // y may hold several pixels of the same 16 channels.
     auto vf = VectorType::get({16}, k.f32);
+    int64_t pixels = cast<VectorType>(y.getType()).getNumElements() / 16;
     return program->run(k, {y}, [&](int64_t off) {
-      return k.load(vf, k.weightsAt(off, channel, 4));
+      return k.tile(k.load(vf, k.weightsAt(off, channel, 4)), pixels);
     });
   };
   return o;
