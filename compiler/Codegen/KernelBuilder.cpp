@@ -211,15 +211,21 @@ Value KB::quantize(Value y, float scale, int64_t zp, float lo, float hi,
     // instead of vrndscaleps + vcvttps2dq, per 16 lanes.
     auto mask = b.create<arith::ConstantIntOp>(loc, -1, 16);
     auto rounding = b.create<arith::ConstantIntOp>(loc, 8, 32);
+    // Each 16 lanes narrowed on their own: the caller's slices of the
+    // result fold to the pieces, with no byte shuffles between them.
     auto v16i32 = VectorType::get({16}, i32);
     SmallVector<Value> parts;
-    for (int64_t i = 0; i < vt.getNumElements() / 16; ++i)
-      parts.push_back(
+    for (int64_t i = 0; i < vt.getNumElements() / 16; ++i) {
+      Value part =
           b.create<LLVM::CallIntrinsicOp>(
                loc, v16i32, "llvm.x86.avx512.mask.cvtps2dq.512",
                ValueRange{slice(q, i), intLike(v16i32, 0), mask, rounding})
-              .getResult(0));
-    qi = concat(parts);
+              .getResult(0);
+      part = b.create<arith::AddIOp>(loc, part, intLike(v16i32, zp));
+      parts.push_back(
+          b.create<arith::TruncIOp>(loc, VectorType::get({16}, i8), part));
+    }
+    return concat(parts);
   } else {
     q = b.create<math::RoundEvenOp>(loc, q);
     qi = b.create<arith::FPToSIOp>(loc, ti32, q);
@@ -665,7 +671,10 @@ static void emitDepthwiseColumns(KB &k, Isa isa, const DepthwiseSpec &s) {
     }
     // The band's first `nrows` output rows (fewer than R at the bottom),
     // for channel blocks of `lanes` (16, or the remainder: a constant mask).
-    auto block = [&](int64_t nrows, Value c0, int64_t lanes) {
+    // Pixels [first, end) of the band's rows (whole tiles, or the one tail
+    // tile of `np` pixels when np < kPixels).
+    auto block = [&](int64_t nrows, Value c0, int64_t lanes, Value first,
+                     Value end, int64_t np) {
       Value mask = k.prefixMask(16, k.c(lanes));
       Value zero = k.splatI(0, 16, k.i8);
       Value corr = k.load(v16i32, k.weightsAt(s.corrOff, c0, 4));
@@ -720,23 +729,43 @@ static void emitDepthwiseColumns(KB &k, Isa isa, const DepthwiseSpec &s) {
         return out;
       };
       SmallVector<Value> carry;
+      Value iwFirst = k.sub(k.mul(first, k.c(s.SW)), k.c(s.PL));
       for (int64_t j = 0; j < carried; ++j)
         for (int64_t g = 0; g < groups; ++g)
-          carry.push_back(column(k.c(j - s.PL), g));
-      int64_t full = s.OW / kPixels, tail = s.OW % kPixels;
-      if (full)
-        carry = k.loop(
-            k.c(0), k.c(full * kPixels), kPixels, carry,
-            [&](Value ow0, ValueRange in) { return tile(ow0, kPixels, in); });
-      if (tail)
-        tile(k.c(full * kPixels), tail, carry);
+          carry.push_back(column(k.add(iwFirst, k.c(j)), g));
+      if (np < kPixels)
+        tile(first, np, carry);
+      else
+        k.loop(first, end, kPixels, carry, [&](Value ow0, ValueRange in) {
+          return tile(ow0, kPixels, in);
+        });
     };
-    auto band = [&](int64_t nrows) {
+    auto channels = [&](llvm::function_ref<void(Value, int64_t)> body) {
       if (s.C >= 16)
-        k.loop(k.c(0), k.c(s.C / 16 * 16), 16,
-               [&](Value c0) { block(nrows, c0, 16); });
+        k.loop(k.c(0), k.c(s.C / 16 * 16), 16, [&](Value c0) { body(c0, 16); });
       if (s.C % 16)
-        block(nrows, k.c(s.C / 16 * 16), s.C % 16);
+        body(k.c(s.C / 16 * 16), s.C % 16);
+    };
+    // The band's whole tiles in chunks whose input rows (band rows x chunk
+    // columns x C bytes) stay in L1 while every channel block sweeps them;
+    // a chunk starts its carried columns afresh.
+    const int64_t full = s.OW / kPixels * kPixels, tail = s.OW % kPixels;
+    const int64_t chunk = std::max<int64_t>(
+        2 * kPixels, (24 * 1024 / std::max<int64_t>(1, span * s.SW * s.inCS)) /
+                         kPixels * kPixels);
+    auto band = [&](int64_t nrows) {
+      if (full)
+        k.loop(k.c(0), k.c(full), chunk, [&](Value first) {
+          Value end = k.b.create<arith::MinSIOp>(
+              k.loc, k.add(first, k.c(chunk)), k.c(full));
+          channels([&](Value c0, int64_t lanes) {
+            block(nrows, c0, lanes, first, end, kPixels);
+          });
+        });
+      if (tail)
+        channels([&](Value c0, int64_t lanes) {
+          block(nrows, c0, lanes, k.c(full), Value(), tail);
+        });
     };
     if (s.OH % R == 0)
       return band(R);

@@ -204,6 +204,12 @@ CASES = {
                                                       pads=(0, 1, 1, 0), group=16),
     "depthwise_c20_3x3_tiny_map": lambda b: conv_case(b, 20, 20, (3, 2), 3,
                                                       pads=(1, 1, 1, 1), group=20),
+    # Wide rows run in chunks of pixels (the last one partial) per channel
+    # block.
+    "depthwise_c200_3x3_wide": lambda b: conv_case(b, 200, 200, (5, 61), 3,
+                                                   pads=(1, 1, 1, 1), group=200),
+    "depthwise_c200_3x3_s2_wide": lambda b: conv_case(
+        b, 200, 200, (5, 123), 3, stride=2, pads=(1, 1, 1, 1), group=200),
     "gemm_m1_k3_n5": lambda b: gemm_case(b, 1, 3, 5),
     "gemm_m7_k67_n130": lambda b: gemm_case(b, 7, 67, 130),
     "gemm_m13_k16_n17": lambda b: gemm_case(b, 13, 16, 17),
