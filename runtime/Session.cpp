@@ -195,33 +195,66 @@ template <typename F> void forEachElement(const plan::TensorDesc &t, F &&f) {
 
 } // namespace
 
-void qatc::rt::readTensor(const plan::TensorDesc &t, const uint8_t *arena,
-                          void *out) {
+namespace {
+
+/// Copies tensor `t` between the caller's row-major buffer and the arena
+/// (`toArena`), element by element through its layout: a fixed-size copy
+/// per element of `Es` bytes (a memcpy of a run-time size per element costs
+/// a call each: 0.4 ms for a 224x224 image).
+template <size_t Es>
+void copyElements(const plan::TensorDesc &t, uint8_t *arena, uint8_t *user,
+                  bool toArena) {
+  forEachElement(t, [&](int64_t i, uint64_t off) {
+    if (toArena)
+      std::memcpy(arena + off, user + i * Es, Es);
+    else
+      std::memcpy(user + i * Es, arena + off, Es);
+  });
+}
+
+void copyTensor(const plan::TensorDesc &t, uint8_t *arena, uint8_t *user,
+                bool toArena) {
   size_t es = plan::elemSize(t.type);
-  auto *dst = static_cast<uint8_t *>(out);
-  if (t.storedOffset == 0) {
+  if (t.storedOffset != 0) {
+    // Offset int8 storage: u8 holding q + offset.
     forEachElement(t, [&](int64_t i, uint64_t off) {
-      std::memcpy(dst + i * es, arena + off, es);
+      if (toArena)
+        arena[off] = static_cast<uint8_t>(user[i] + t.storedOffset);
+      else
+        user[i] = static_cast<uint8_t>(arena[off] - t.storedOffset);
     });
     return;
   }
-  // Offset int8 storage: u8 holding q + offset.
-  forEachElement(t, [&](int64_t i, uint64_t off) {
-    dst[i] = static_cast<uint8_t>(arena[off] - t.storedOffset);
-  });
+  if (t.layout == plan::Layout::Plain) {
+    size_t bytes = static_cast<size_t>(t.numElements()) * es;
+    if (toArena)
+      std::memcpy(arena + t.offset, user, bytes);
+    else
+      std::memcpy(user, arena + t.offset, bytes);
+    return;
+  }
+  switch (es) {
+  case 1:
+    return copyElements<1>(t, arena, user, toArena);
+  case 2:
+    return copyElements<2>(t, arena, user, toArena);
+  case 4:
+    return copyElements<4>(t, arena, user, toArena);
+  default:
+    return copyElements<8>(t, arena, user, toArena);
+  }
+}
+
+} // namespace
+
+void qatc::rt::readTensor(const plan::TensorDesc &t, const uint8_t *arena,
+                          void *out) {
+  copyTensor(t, const_cast<uint8_t *>(arena), static_cast<uint8_t *>(out),
+             /*toArena=*/false);
 }
 
 void qatc::rt::writeTensor(const plan::TensorDesc &t, const void *in,
                            uint8_t *arena) {
-  size_t es = plan::elemSize(t.type);
-  const auto *src = static_cast<const uint8_t *>(in);
-  if (t.storedOffset == 0) {
-    forEachElement(t, [&](int64_t i, uint64_t off) {
-      std::memcpy(arena + off, src + i * es, es);
-    });
-    return;
-  }
-  forEachElement(t, [&](int64_t i, uint64_t off) {
-    arena[off] = static_cast<uint8_t>(src[i] + t.storedOffset);
-  });
+  copyTensor(t, arena, static_cast<uint8_t *>(const_cast<void *>(in)),
+             /*toArena=*/true);
 }

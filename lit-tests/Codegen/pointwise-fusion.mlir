@@ -11,7 +11,10 @@
 // CHECK-SAME: qatc.kernel = "quantize"
 // CHECK: func.func @qatc_layer_1(
 // CHECK-SAME: qatc.kernel = "vnni-conv {{[0-9]+}}x{{[0-9]+}} +sigmoid+mul+quantize"
-// CHECK: math.exp {{.*}} : vector<16xf32>
+// The epilogue computes 4 pixels' 16 channels at once (64 lanes); exp is
+// the AVX-512 polynomial with vscalefps.
+// CHECK: math.roundeven {{.*}} : vector<64xf32>
+// CHECK: llvm.x86.avx512.mask.scalef.ps.512
 // CHECK: func.func @qatc_layer_2(
 // CHECK-SAME: qatc.kernel = "vnni-conv {{[0-9]+}}x{{[0-9]+}}"}
 // CHECK: func.func @qatc_layer_3(
