@@ -293,6 +293,29 @@ LogicalResult GraphLowering::groupedConv(
   return success();
 }
 
+/// The qat.add that is the only reader of `op`'s per-tensor int8 result,
+/// whose other operand exists before `op` runs: `op`'s epilogue can quantize,
+/// dequantize and add it in registers (ResNet's bottleneck blocks quantize
+/// both inputs of the residual add).
+static qat::AddOp residualAddOf(qat::ConvOp op) {
+  Value out = op.getOutput();
+  if (op.getResidual() || !out.hasOneUse() ||
+      !qat::getPerTensorType(out.getType()))
+    return {};
+  auto add = dyn_cast<qat::AddOp>(*out.getUsers().begin());
+  if (!add || add.getLhs() == add.getRhs())
+    return {};
+  Value other = add.getLhs() == out ? add.getRhs() : add.getLhs();
+  auto shape = [](Value v) { return cast<ShapedType>(v.getType()).getShape(); };
+  if (!qat::getPerTensorType(other.getType()) || shape(other) != shape(out) ||
+      shape(add.getOutput()) != shape(out))
+    return {};
+  Operation *def = other.getDefiningOp();
+  if (def && !def->isBeforeInBlock(op))
+    return {};
+  return add;
+}
+
 LogicalResult GraphLowering::lowerQatConv(qat::ConvOp op) {
   if (op.getInput().getType().getRank() != 4)
     return op.emitError("qatc compiles 2-D convolutions only");
@@ -308,13 +331,33 @@ LogicalResult GraphLowering::lowerQatConv(qat::ConvOp op) {
   auto ws = cast<ShapedType>(op.getWeight().getType()).getShape();
   int64_t OC = ws[0], perChannel = ws[1] * ws[2] * ws[3];
   Epilogue ep;
-  int o = epilogueOutput(op.getOutput(), plan::Layout::NHWC, 1, ep);
+  qat::AddOp add = residualAddOf(op);
+  int o;
+  Value residualIn = op.getResidual();
+  if (add) {
+    // The conv's own quantization, in the stored domain (u8, signed int8
+    // offset by 128), then the add's operand, activation and result.
+    qat::QuantLayout q(op.getOutput().getType());
+    int64_t offset = q.type.isSigned() ? 128 : 0;
+    ep.midQuant = true;
+    ep.midScale = static_cast<float>(q.scales[0]);
+    ep.midZp = q.zeroPoints[0] + offset;
+    ep.midQmin = q.qmin + offset;
+    ep.midQmax = q.qmax + offset;
+    o = epilogueOutput(add.getOutput(), plan::Layout::NHWC, 1, ep);
+    ep.chainName = " +requantize+add" + ep.chainName;
+    folded.insert(add);
+    residualIn = add.getLhs() == op.getOutput() ? add.getRhs() : add.getLhs();
+  } else {
+    o = epilogueOutput(op.getOutput(), plan::Layout::NHWC, 1, ep);
+  }
   if (failed(linearEpilogue(op, x, wl, OC, ep)))
     return failure();
+  if (add)
+    fillActivation(ep, add.getActivation(), /*post=*/true);
   int residual = -1;
-  if (op.getResidual()) {
-    residual =
-        inLayout(tensorOf(op.getResidual()), plan::Layout::NHWC, op.getLoc());
+  if (residualIn) {
+    residual = inLayout(tensorOf(residualIn), plan::Layout::NHWC, op.getLoc());
     const CTensor &r = tensors[residual];
     ep.hasResidual = true;
     ep.resCS = r.desc.channelStride;

@@ -191,8 +191,8 @@ Value KB::quantize(Value y, float scale, int64_t zp, int64_t qmin,
                   static_cast<float>(qmax - zp));
 }
 
-Value KB::quantize(Value y, float scale, int64_t zp, float lo, float hi,
-                   bool finite) {
+Value KB::quantizeWide(Value y, float scale, int64_t zp, float lo, float hi,
+                       bool finite) {
   Type t = y.getType();
   Value q = b.create<arith::DivFOp>(loc, y, floatLike(t, scale));
   // A finite y needs no NaN handling in the clamp (nor the sign of a zero:
@@ -211,27 +211,35 @@ Value KB::quantize(Value y, float scale, int64_t zp, float lo, float hi,
     // instead of vrndscaleps + vcvttps2dq, per 16 lanes.
     auto mask = b.create<arith::ConstantIntOp>(loc, -1, 16);
     auto rounding = b.create<arith::ConstantIntOp>(loc, 8, 32);
-    // Each 16 lanes narrowed on their own: the caller's slices of the
-    // result fold to the pieces, with no byte shuffles between them.
     auto v16i32 = VectorType::get({16}, i32);
     SmallVector<Value> parts;
-    for (int64_t i = 0; i < vt.getNumElements() / 16; ++i) {
-      Value part =
+    for (int64_t i = 0; i < vt.getNumElements() / 16; ++i)
+      parts.push_back(
           b.create<LLVM::CallIntrinsicOp>(
                loc, v16i32, "llvm.x86.avx512.mask.cvtps2dq.512",
                ValueRange{slice(q, i), intLike(v16i32, 0), mask, rounding})
-              .getResult(0);
-      part = b.create<arith::AddIOp>(loc, part, intLike(v16i32, zp));
-      parts.push_back(
-          b.create<arith::TruncIOp>(loc, VectorType::get({16}, i8), part));
-    }
-    return concat(parts);
+              .getResult(0));
+    qi = concat(parts);
   } else {
     q = b.create<math::RoundEvenOp>(loc, q);
     qi = b.create<arith::FPToSIOp>(loc, ti32, q);
   }
-  qi = b.create<arith::AddIOp>(loc, qi, intLike(ti32, zp));
-  return b.create<arith::TruncIOp>(loc, like(t, i8), qi);
+  return b.create<arith::AddIOp>(loc, qi, intLike(ti32, zp));
+}
+
+Value KB::quantize(Value y, float scale, int64_t zp, float lo, float hi,
+                   bool finite) {
+  Value qi = quantizeWide(y, scale, zp, lo, hi, finite);
+  auto vt = dyn_cast<VectorType>(qi.getType());
+  if (!vt || vt.getNumElements() == 16)
+    return b.create<arith::TruncIOp>(loc, like(qi.getType(), i8), qi);
+  // Each 16 lanes narrowed on their own: the caller's slices of the result
+  // fold to the pieces, with no byte shuffles between them.
+  SmallVector<Value> parts;
+  for (int64_t i = 0; i < vt.getNumElements() / 16; ++i)
+    parts.push_back(b.create<arith::TruncIOp>(loc, VectorType::get({16}, i8),
+                                              slice(qi, i)));
+  return concat(parts);
 }
 
 Value KB::exp(Value x) {
@@ -375,6 +383,14 @@ void qatc::codegen::emitEpilogue(KB &k, const Epilogue &ep,
   bool postJoins = lastClampJoins && ep.hasPost && ep.postLo <= ep.postHi;
   if (ep.hasAct && !actJoins)
     y = clamp(y, ep.actLo, ep.actHi);
+  if (ep.midQuant) {
+    Value q = k.quantizeWide(y, ep.midScale, ep.midZp,
+                             static_cast<float>(ep.midQmin - ep.midZp),
+                             static_cast<float>(ep.midQmax - ep.midZp), intAcc);
+    q = b.create<arith::SubIOp>(k.loc, q, k.intLike(q.getType(), ep.midZp));
+    y = b.create<arith::MulFOp>(k.loc, b.create<arith::SIToFPOp>(k.loc, vf, q),
+                                k.splatF(ep.midScale, lanes));
+  }
   if (ep.hasResidual) {
     SmallVector<Value> r;
     for (Value p : res)

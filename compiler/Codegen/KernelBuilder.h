@@ -108,6 +108,9 @@ public:
   /// `finite`: y is known finite (no NaN handling in the clamps).
   mlir::Value quantize(mlir::Value y, float scale, int64_t zp, float lo,
                        float hi, bool finite = false);
+  /// The same as i32 (the stored value, zero point added), not narrowed.
+  mlir::Value quantizeWide(mlir::Value y, float scale, int64_t zp, float lo,
+                           float hi, bool finite = false);
   /// exp of f32 `x` (a scalar or a vector). On AVX-512 it is Cody-Waite
   /// reduction, Cephes' degree-5 polynomial and vscalefps, about 15
   /// instructions per 16 lanes against about 30 for math.exp's
@@ -142,6 +145,13 @@ struct Epilogue {
   float resScale = 1;
   bool hasPost = false;
   float postLo = 0, postHi = 0;
+  /// The producer's own QuantizeLinear before the residual add (a conv
+  /// whose int8 result only a qat.add reads): y is quantized to (midScale,
+  /// midZp, [midQmin, midQmax], stored domain) and dequantized again, as
+  /// the reference computes the add from the stored int8 value.
+  bool midQuant = false;
+  float midScale = 1;
+  int64_t midZp = 0, midQmin = 0, midQmax = 255;
   /// A fused chain of elementwise ops on the f32 result (16 lanes, or a
   /// multiple of 16 holding several pixels of the same 16 channels) before
   /// the store: `chain(k, y, first channel)`; the channel indexes per-channel

@@ -105,3 +105,50 @@ func.func @escapes(%x: tensor<1x4x5x5xf32>) -> (tensor<1x4x5x5xf32>, tensor<1x4x
   %r = onnx.Relu(%c) : (tensor<1x4x5x5xf32>) -> tensor<1x4x5x5xf32>
   return %c, %r : tensor<1x4x5x5xf32>, tensor<1x4x5x5xf32>
 }
+
+// -----
+
+// A residual Add whose inputs are both quantized, the convolution's result
+// read by nothing else: the conv's epilogue quantizes its result,
+// dequantizes it and adds the residual (the reference's order), then the
+// Relu and the Add's quantization. The second Add sums two convolutions
+// (a block and its downsampling branch): it joins the later one, whose
+// residual, the earlier one's result, exists by then.
+// CHECK-LABEL: func.func @qatc_layer_0(
+// CHECK-SAME: qatc.kernel = "quantize"
+// CHECK: func.func @qatc_layer_1(
+// CHECK-SAME: qatc.kernel = "vnni-conv {{[0-9]+}}x{{[0-9]+}} +requantize+add"
+// CHECK: func.func @qatc_layer_2(
+// CHECK-SAME: qatc.kernel = "vnni-conv {{[0-9]+}}x{{[0-9]+}}"}
+// CHECK: func.func @qatc_layer_3(
+// CHECK-SAME: qatc.kernel = "vnni-conv {{[0-9]+}}x{{[0-9]+}} +requantize+add"
+// CHECK: func.func @qatc_layer_4(
+// CHECK-SAME: qatc.kernel = "dequantize"
+func.func @residual(%x: tensor<1x8x6x6xf32>) -> tensor<1x8x6x6xf32> {
+  %s = onnx.Constant dense<0.05> : tensor<f32>
+  %z = onnx.Constant dense<0> : tensor<i8>
+  %s2 = onnx.Constant dense<0.1> : tensor<f32>
+  %ws = onnx.Constant dense<0.01> : tensor<8xf32>
+  %wz = onnx.Constant dense<0> : tensor<8xi8>
+  %wq = onnx.Constant dense<3> : tensor<8x8x3x3xi8>
+  %q = onnx.QuantizeLinear(%x, %s, %z) : (tensor<1x8x6x6xf32>, tensor<f32>, tensor<i8>) -> tensor<1x8x6x6xi8>
+  %dq = onnx.DequantizeLinear(%q, %s, %z) : (tensor<1x8x6x6xi8>, tensor<f32>, tensor<i8>) -> tensor<1x8x6x6xf32>
+  %w = onnx.DequantizeLinear(%wq, %ws, %wz) {axis = 0 : i64} : (tensor<8x8x3x3xi8>, tensor<8xf32>, tensor<8xi8>) -> tensor<8x8x3x3xf32>
+  %c = onnx.Conv(%dq, %w) {kernel_shape = array<i64: 3, 3>, strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>} : (tensor<1x8x6x6xf32>, tensor<8x8x3x3xf32>) -> tensor<1x8x6x6xf32>
+  %cq = onnx.QuantizeLinear(%c, %s2, %z) : (tensor<1x8x6x6xf32>, tensor<f32>, tensor<i8>) -> tensor<1x8x6x6xi8>
+  %cd = onnx.DequantizeLinear(%cq, %s2, %z) : (tensor<1x8x6x6xi8>, tensor<f32>, tensor<i8>) -> tensor<1x8x6x6xf32>
+  %a = onnx.Add(%cd, %dq) : (tensor<1x8x6x6xf32>, tensor<1x8x6x6xf32>) -> tensor<1x8x6x6xf32>
+  %r = onnx.Relu(%a) : (tensor<1x8x6x6xf32>) -> tensor<1x8x6x6xf32>
+  %rq = onnx.QuantizeLinear(%r, %s2, %z) : (tensor<1x8x6x6xf32>, tensor<f32>, tensor<i8>) -> tensor<1x8x6x6xi8>
+  %rd = onnx.DequantizeLinear(%rq, %s2, %z) : (tensor<1x8x6x6xi8>, tensor<f32>, tensor<i8>) -> tensor<1x8x6x6xf32>
+  %c2 = onnx.Conv(%rd, %w) {kernel_shape = array<i64: 3, 3>, strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>} : (tensor<1x8x6x6xf32>, tensor<8x8x3x3xf32>) -> tensor<1x8x6x6xf32>
+  %c2q = onnx.QuantizeLinear(%c2, %s2, %z) : (tensor<1x8x6x6xf32>, tensor<f32>, tensor<i8>) -> tensor<1x8x6x6xi8>
+  %c2d = onnx.DequantizeLinear(%c2q, %s2, %z) : (tensor<1x8x6x6xi8>, tensor<f32>, tensor<i8>) -> tensor<1x8x6x6xf32>
+  %d = onnx.Conv(%rd, %w) {kernel_shape = array<i64: 3, 3>, strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>} : (tensor<1x8x6x6xf32>, tensor<8x8x3x3xf32>) -> tensor<1x8x6x6xf32>
+  %dq2 = onnx.QuantizeLinear(%d, %s2, %z) : (tensor<1x8x6x6xf32>, tensor<f32>, tensor<i8>) -> tensor<1x8x6x6xi8>
+  %dd = onnx.DequantizeLinear(%dq2, %s2, %z) : (tensor<1x8x6x6xi8>, tensor<f32>, tensor<i8>) -> tensor<1x8x6x6xf32>
+  %a2 = onnx.Add(%c2d, %dd) : (tensor<1x8x6x6xf32>, tensor<1x8x6x6xf32>) -> tensor<1x8x6x6xf32>
+  %a2q = onnx.QuantizeLinear(%a2, %s2, %z) : (tensor<1x8x6x6xf32>, tensor<f32>, tensor<i8>) -> tensor<1x8x6x6xi8>
+  %y = onnx.DequantizeLinear(%a2q, %s2, %z) : (tensor<1x8x6x6xi8>, tensor<f32>, tensor<i8>) -> tensor<1x8x6x6xf32>
+  return %y : tensor<1x8x6x6xf32>
+}

@@ -141,6 +141,22 @@ def layernorm_case(b, shape, axis):
     return list(shape), b.act_qdq(y, 0.05), list(shape)
 
 
+def residual_add_case(b, c, hw, downsample):
+    """conv -> Q/DQ -> Add(residual, both quantized) -> Relu -> Q/DQ: the Add
+    runs in the epilogue of the conv made last (ResNet's bottleneck)."""
+    x = b.act_qdq("x", 0.05)
+
+    def conv(inp, k):
+        return b.node("Conv", [inp, b.weight([c, c, k, k]),
+                               b.const("b", b.rng.normal(0, 0.2, c).astype(np.float32))],
+                      kernel_shape=[k, k], pads=[k // 2] * 4)
+
+    y = b.act_qdq(conv(x, 3), 0.04)
+    r = b.act_qdq(conv(x, 1), 0.06) if downsample else x
+    out = b.act_qdq(b.node("Relu", [b.node("Add", [y, r])]), 0.05)
+    return [1, c, *hw], out, [1, c, *hw]
+
+
 def global_pool_case(b, shape):
     x = b.act_qdq("x", 0.05)
     y = b.act_qdq(b.node("GlobalAveragePool", [x]), 0.02)
@@ -210,6 +226,8 @@ CASES = {
                                                    pads=(1, 1, 1, 1), group=200),
     "depthwise_c200_3x3_s2_wide": lambda b: conv_case(
         b, 200, 200, (5, 123), 3, stride=2, pads=(1, 1, 1, 1), group=200),
+    "residual_add_c24": lambda b: residual_add_case(b, 24, (7, 9), False),
+    "residual_add_downsample_c20": lambda b: residual_add_case(b, 20, (6, 5), True),
     "gemm_m1_k3_n5": lambda b: gemm_case(b, 1, 3, 5),
     "gemm_m7_k67_n130": lambda b: gemm_case(b, 7, 67, 130),
     "gemm_m13_k16_n17": lambda b: gemm_case(b, 13, 16, 17),
