@@ -672,11 +672,44 @@ static void emitDepthwiseColumns(KB &k, Isa isa, const DepthwiseSpec &s) {
   const int64_t bands = (s.OH + R - 1) / R;
   auto vIn = VectorType::get({16}, k.i8);
   auto v16i32 = VectorType::get({16}, k.i32);
+  // scf.if cond { then } else { otherwise } (no else when null).
+  auto ifElse = [&](Value cond, llvm::function_ref<void()> then,
+                    llvm::function_ref<void()> otherwise) {
+    auto branch = [&](llvm::function_ref<void()> fn) {
+      return [&, fn](OpBuilder &nb, Location) {
+        OpBuilder::InsertionGuard g(k.b);
+        k.b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+        fn();
+        k.b.create<scf::YieldOp>(k.loc);
+      };
+    };
+    if (otherwise)
+      k.b.create<scf::IfOp>(k.loc, cond, branch(then), branch(otherwise));
+    else
+      k.b.create<scf::IfOp>(k.loc, cond, branch(then));
+  };
   Value padRow = k.gep(k.weights, s.padRowOff);
-  auto [begin, end] = k.share(s.N * bands);
+  // A band's whole tiles go in chunks whose input rows (band rows x chunk
+  // columns x C bytes) stay in L1 while a channel block sweeps them; a
+  // chunk starts its carried columns afresh, and the last one ends with the
+  // row's tail tile.
+  const int64_t full = s.OW / kPixels * kPixels, tail = s.OW % kPixels;
+  const int64_t chunk = std::max<int64_t>(
+      2 * kPixels, (24 * 1024 / std::max<int64_t>(1, span * s.SW * s.inCS)) /
+                       kPixels * kPixels);
+  const int64_t chunks = std::max<int64_t>(1, (full + chunk - 1) / chunk);
+  const int64_t blocks = C16 / 16;
+  // Work items (image, band, chunk, channel block), the block fastest: the
+  // threads split even a 7x7 map evenly.
+  auto [begin, end] = k.share(s.N * bands * chunks * blocks);
   k.loop(begin, end, 1, [&](Value idx) {
-    Value n = k.div(idx, k.c(bands));
-    Value oh0 = k.mul(k.rem(idx, k.c(bands)), k.c(R));
+    Value blk = k.rem(idx, k.c(blocks));
+    Value rest = k.div(idx, k.c(blocks));
+    Value chunkIdx = k.rem(rest, k.c(chunks));
+    rest = k.div(rest, k.c(chunks));
+    Value bandIdx = k.rem(rest, k.c(bands));
+    Value n = k.div(rest, k.c(bands));
+    Value oh0 = k.mul(bandIdx, k.c(R));
     // Each input row's first pixel, and whether the row lies inside the
     // image (a row above it has a negative ih: unsigned, not below H).
     SmallVector<Value> rowPix, rowOk;
@@ -686,11 +719,11 @@ static void emitDepthwiseColumns(KB &k, Isa isa, const DepthwiseSpec &s) {
       rowPix.push_back(k.mul(k.add(k.mul(n, k.c(s.H)), ih), k.c(s.W)));
     }
     // The band's first `nrows` output rows (fewer than R at the bottom),
-    // for channel blocks of `lanes` (16, or the remainder: a constant mask).
-    // Pixels [first, end) of the band's rows (whole tiles, or the one tail
-    // tile of `np` pixels when np < kPixels).
+    // for a channel block of `lanes` (16, or the remainder: a constant
+    // mask): the whole tiles [first, end), and the tail tile in the last
+    // chunk.
     auto block = [&](int64_t nrows, Value c0, int64_t lanes, Value first,
-                     Value end, int64_t np) {
+                     Value end) {
       Value mask = k.prefixMask(16, k.c(lanes));
       Value zero = k.splatI(0, 16, k.i8);
       Value corr = k.load(v16i32, k.weightsAt(s.corrOff, c0, 4));
@@ -749,57 +782,34 @@ static void emitDepthwiseColumns(KB &k, Isa isa, const DepthwiseSpec &s) {
       for (int64_t j = 0; j < carried; ++j)
         for (int64_t g = 0; g < groups; ++g)
           carry.push_back(column(k.add(iwFirst, k.c(j)), g));
-      if (np < kPixels)
-        tile(first, np, carry);
-      else
-        k.loop(first, end, kPixels, carry, [&](Value ow0, ValueRange in) {
-          return tile(ow0, kPixels, in);
-        });
-    };
-    auto channels = [&](llvm::function_ref<void(Value, int64_t)> body) {
-      if (s.C >= 16)
-        k.loop(k.c(0), k.c(s.C / 16 * 16), 16, [&](Value c0) { body(c0, 16); });
-      if (s.C % 16)
-        body(k.c(s.C / 16 * 16), s.C % 16);
-    };
-    // The band's whole tiles in chunks whose input rows (band rows x chunk
-    // columns x C bytes) stay in L1 while every channel block sweeps them;
-    // a chunk starts its carried columns afresh.
-    const int64_t full = s.OW / kPixels * kPixels, tail = s.OW % kPixels;
-    const int64_t chunk = std::max<int64_t>(
-        2 * kPixels, (24 * 1024 / std::max<int64_t>(1, span * s.SW * s.inCS)) /
-                         kPixels * kPixels);
-    auto band = [&](int64_t nrows) {
       if (full)
-        k.loop(k.c(0), k.c(full), chunk, [&](Value first) {
-          Value end = k.b.create<arith::MinSIOp>(
-              k.loc, k.add(first, k.c(chunk)), k.c(full));
-          channels([&](Value c0, int64_t lanes) {
-            block(nrows, c0, lanes, first, end, kPixels);
-          });
-        });
+        carry =
+            k.loop(first, end, kPixels, carry, [&](Value ow0, ValueRange in) {
+              return tile(ow0, kPixels, in);
+            });
       if (tail)
-        channels([&](Value c0, int64_t lanes) {
-          block(nrows, c0, lanes, k.c(full), Value(), tail);
-        });
+        ifElse(
+            k.b.create<arith::CmpIOp>(k.loc, arith::CmpIPredicate::eq, chunkIdx,
+                                      k.c(chunks - 1)),
+            [&] { tile(k.c(full), tail, carry); }, nullptr);
     };
-    if (s.OH % R == 0)
-      return band(R);
-    // The last band of an image holds the remaining rows.
-    k.b.create<scf::IfOp>(
-        k.loc, k.lt(k.add(oh0, k.c(R - 1)), k.c(s.OH)),
-        [&](OpBuilder &nb, Location) {
-          OpBuilder::InsertionGuard g(k.b);
-          k.b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
-          band(R);
-          k.b.create<scf::YieldOp>(k.loc);
-        },
-        [&](OpBuilder &nb, Location) {
-          OpBuilder::InsertionGuard g(k.b);
-          k.b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
-          band(s.OH % R);
-          k.b.create<scf::YieldOp>(k.loc);
-        });
+    Value first = k.mul(chunkIdx, k.c(chunk));
+    Value last =
+        k.b.create<arith::MinSIOp>(k.loc, k.add(first, k.c(chunk)), k.c(full));
+    Value c0 = k.mul(blk, k.c(16));
+    // The remainder rows and channels take their own constant versions.
+    auto rows = [&](int64_t lanes) {
+      if (s.OH % R == 0)
+        return block(R, c0, lanes, first, last);
+      ifElse(
+          k.lt(k.add(oh0, k.c(R - 1)), k.c(s.OH)),
+          [&] { block(R, c0, lanes, first, last); },
+          [&] { block(s.OH % R, c0, lanes, first, last); });
+    };
+    if (s.C % 16 == 0)
+      return rows(16);
+    ifElse(
+        k.lt(blk, k.c(blocks - 1)), [&] { rows(16); }, [&] { rows(s.C % 16); });
   });
 }
 
