@@ -62,7 +62,7 @@ def main():
                  str(args.runs)] + feeds, check=True,
                 capture_output=True, text=True, env=env).stdout)
             # Conv/matmul layers of the plan's main precision, against that
-            # precision's peak (int8: 256 ops/cycle, fp32: 64 flops/cycle).
+            # precision's peak as `qatc bench` measures it (rt::measureHostPeak).
             by = {}
             for l in q["layers"]:
                 if l["macs"]:

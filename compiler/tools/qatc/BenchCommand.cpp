@@ -42,8 +42,8 @@ cl::opt<int> warmup("warmup", cl::desc("Untimed runs first (default 10)"),
 cl::opt<bool> json("json", cl::desc("Print JSON"), cl::sub(sub));
 cl::opt<double>
     peakGops("peak-gops",
-             cl::desc("Per-thread int8 peak in GOPS (default: "
-                      "256 ops/cycle x the core's clock, measured)"),
+             cl::desc("Per-thread int8 peak in GOPS (default: the "
+                      "host's best int8 unit, AMX or vpdpbusd, measured)"),
              cl::init(0), cl::sub(sub));
 
 double quantile(std::vector<double> v, double q) {
