@@ -112,20 +112,10 @@ bool qatc::plan::parseMultiPlan(const uint8_t *data, size_t size,
     p.target.assign(e.target, len);
     for (char c : p.target)
       if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' ||
-            c == '_')) {
-        // Shown with its control bytes escaped: an error is one line.
-        std::string shown;
-        for (char d : p.target) {
-          auto u = static_cast<unsigned char>(d);
-          if (std::isprint(u)) {
-            shown += d;
-          } else {
-            const char *hex = "0123456789abcdef";
-            shown += std::string("\\x") + hex[u >> 4] + hex[u & 15];
-          }
-        }
-        return bad("target name '" + shown + "' is not a name");
-      }
+            c == '_'))
+        // Percent-encoded: an error is one line, whatever the bytes.
+        return bad("target name '" + plan::encodeToken(p.target) +
+                   "' is not a name");
     for (const PathDesc &q : paths)
       if (q.target == p.target)
         return bad("target '" + p.target + "' appears twice");

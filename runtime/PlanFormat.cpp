@@ -40,24 +40,6 @@ uint64_t mix(uint64_t h) {
   return h;
 }
 
-/// Percent-encodes a manifest token (space, '%', control bytes); the empty
-/// string is a lone '%'.
-std::string encode(const std::string &s) {
-  if (s.empty())
-    return "%";
-  std::string out;
-  for (unsigned char c : s) {
-    if (c <= ' ' || c == '%' || c >= 0x7f) {
-      char buf[4];
-      std::snprintf(buf, sizeof(buf), "%%%02X", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out;
-}
-
 bool decode(const std::string &s, std::string &out) {
   out.clear();
   if (s == "%")
@@ -177,6 +159,22 @@ bool parseIntList(const std::string &s, size_t limit, std::vector<int> &v) {
 }
 
 } // namespace
+
+std::string encodeToken(const std::string &s) {
+  if (s.empty())
+    return "%";
+  std::string out;
+  for (unsigned char c : s) {
+    if (c <= ' ' || c == '%' || c >= 0x7f) {
+      char buf[4];
+      std::snprintf(buf, sizeof(buf), "%%%02X", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
 
 std::string shapeText(const std::vector<int64_t> &shape) {
   if (shape.empty())
@@ -331,7 +329,7 @@ uint64_t codeDigest(const uint8_t *code, size_t size) {
 std::string tensorRecord(const TensorDesc &t) {
   char buf[64];
   std::snprintf(buf, sizeof(buf), "%.17g", t.scale);
-  return encode(t.name) + " " + elemTypeName(t.type) + " " +
+  return encodeToken(t.name) + " " + elemTypeName(t.type) + " " +
          shapeText(t.shape) + " " +
          (t.layout == Layout::NHWC ? "nhwc" : "plain") + " " +
          std::to_string(t.channelStride) + " " + std::to_string(t.offset) +
@@ -352,8 +350,8 @@ uint64_t interfaceDigest(const Manifest &m) {
 
 std::string writeManifest(const Manifest &m) {
   std::string out = "qatc-plan-manifest " + std::to_string(kFormatVersion) +
-                    "\ncompiler " + encode(m.compiler) + "\ntarget " +
-                    encode(m.target) + "\ncode " + hex16(m.codeDigest) +
+                    "\ncompiler " + encodeToken(m.compiler) + "\ntarget " +
+                    encodeToken(m.target) + "\ncode " + hex16(m.codeDigest) +
                     "\narena " + std::to_string(m.arenaBytes) + "\n";
   for (size_t i = 0; i < m.tensors.size(); ++i)
     out +=
@@ -363,9 +361,9 @@ std::string writeManifest(const Manifest &m) {
   for (int i : m.outputs)
     out += "output " + std::to_string(i) + "\n";
   for (const LayerDesc &l : m.layers)
-    out += "layer " + encode(l.symbol) + " " + encode(l.node) + " " +
-           encode(l.opType) + " " + encode(l.precision) + " " +
-           encode(l.kernel) + " " + (l.parallel ? "1" : "0") + " " +
+    out += "layer " + encodeToken(l.symbol) + " " + encodeToken(l.node) + " " +
+           encodeToken(l.opType) + " " + encodeToken(l.precision) + " " +
+           encodeToken(l.kernel) + " " + (l.parallel ? "1" : "0") + " " +
            std::to_string(l.macs) + " " + joinInts(l.inputs) + " " +
            joinInts(l.outputs) + "\n";
   return out;

@@ -306,9 +306,9 @@ static qat::AddOp residualAddOf(qat::ConvOp op) {
   if (!add || add.getLhs() == add.getRhs())
     return {};
   Value other = add.getLhs() == out ? add.getRhs() : add.getLhs();
-  auto shape = [](Value v) { return cast<ShapedType>(v.getType()).getShape(); };
-  if (!qat::getPerTensorType(other.getType()) || shape(other) != shape(out) ||
-      shape(add.getOutput()) != shape(out))
+  if (!qat::getPerTensorType(other.getType()) ||
+      shapeOf(other) != shapeOf(out) ||
+      shapeOf(add.getOutput()) != shapeOf(out))
     return {};
   Operation *def = other.getDefiningOp();
   if (def && !def->isBeforeInBlock(op))
@@ -337,13 +337,12 @@ LogicalResult GraphLowering::lowerQatConv(qat::ConvOp op) {
   if (add) {
     // The conv's own quantization, in the stored domain (u8, signed int8
     // offset by 128), then the add's operand, activation and result.
-    qat::QuantLayout q(op.getOutput().getType());
-    int64_t offset = q.type.isSigned() ? 128 : 0;
+    StoredQuant mid = storedQuant(qat::QuantLayout(op.getOutput().getType()));
     ep.midQuant = true;
-    ep.midScale = static_cast<float>(q.scales[0]);
-    ep.midZp = q.zeroPoints[0] + offset;
-    ep.midQmin = q.qmin + offset;
-    ep.midQmax = q.qmax + offset;
+    ep.midScale = mid.scale;
+    ep.midZp = mid.zp;
+    ep.midQmin = mid.qmin;
+    ep.midQmax = mid.qmax;
     o = epilogueOutput(add.getOutput(), plan::Layout::NHWC, 1, ep);
     ep.chainName = " +requantize+add" + ep.chainName;
     folded.insert(add);

@@ -60,16 +60,17 @@ int GraphLowering::newTensor(std::string name, ArrayRef<int64_t> shape,
   t.int8 = int8;
   if (int8) {
     qat::QuantLayout q(quantType);
+    StoredQuant stored = storedQuant(q);
     t.desc.type = plan::ElemType::U8;
     t.desc.quantized = true;
     t.desc.isSigned = q.type.isSigned();
-    t.desc.storedOffset = q.type.isSigned() ? 128 : 0;
+    t.desc.storedOffset = stored.offset;
     t.desc.scale = q.scales[0];
     t.desc.zeroPoint = q.zeroPoints[0];
-    t.scale = static_cast<float>(q.scales[0]);
-    t.zp = q.zeroPoints[0] + t.desc.storedOffset;
-    t.qmin = q.qmin + t.desc.storedOffset;
-    t.qmax = q.qmax + t.desc.storedOffset;
+    t.scale = stored.scale;
+    t.zp = stored.zp;
+    t.qmin = stored.qmin;
+    t.qmax = stored.qmax;
   } else {
     t.desc.type = plan::ElemType::F32;
   }

@@ -39,6 +39,27 @@ using namespace mlir;
 
 inline int64_t roundUp(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
+/// A per-tensor int8 type's parameters in the plan's stored domain: u8,
+/// signed int8 offset by 128.
+struct StoredQuant {
+  int64_t offset = 0, zp = 0, qmin = 0, qmax = 255;
+  float scale = 1;
+};
+inline StoredQuant storedQuant(const qat::QuantLayout &q) {
+  StoredQuant s;
+  s.offset = q.type.isSigned() ? 128 : 0;
+  s.zp = q.zeroPoints[0] + s.offset;
+  s.qmin = q.qmin + s.offset;
+  s.qmax = q.qmax + s.offset;
+  s.scale = static_cast<float>(q.scales[0]);
+  return s;
+}
+
+/// The static shape of a tensor value.
+inline ArrayRef<int64_t> shapeOf(Value v) {
+  return cast<ShapedType>(v.getType()).getShape();
+}
+
 /// A tensor of the compiled graph: where and how it is stored.
 struct CTensor {
   plan::TensorDesc desc;

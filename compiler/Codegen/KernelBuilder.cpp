@@ -118,6 +118,35 @@ Value KB::slice(Value v, int64_t i, int64_t lanes) {
       ArrayRef<int64_t>{1});
 }
 
+Value KB::per16(ValueRange operands,
+                llvm::function_ref<Value(ArrayRef<Value>)> fn) {
+  int64_t n = cast<VectorType>(operands[0].getType()).getNumElements();
+  SmallVector<Value> parts;
+  for (int64_t i = 0; i < n / 16; ++i) {
+    SmallVector<Value> slices;
+    for (Value v : operands)
+      slices.push_back(slice(v, i));
+    parts.push_back(fn(slices));
+  }
+  return concat(parts);
+}
+
+void KB::ifElse(Value cond, llvm::function_ref<void()> then,
+                llvm::function_ref<void()> otherwise) {
+  auto branch = [&](llvm::function_ref<void()> fn) {
+    return [&, fn](OpBuilder &nb, Location) {
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+      fn();
+      b.create<scf::YieldOp>(loc);
+    };
+  };
+  if (otherwise)
+    b.create<scf::IfOp>(loc, cond, branch(then), branch(otherwise));
+  else
+    b.create<scf::IfOp>(loc, cond, branch(then));
+}
+
 void KB::loop(Value lb, Value ub, int64_t step,
               llvm::function_ref<void(Value)> body) {
   b.create<scf::ForOp>(loc, lb, ub, c(step), ValueRange{},
@@ -212,14 +241,13 @@ Value KB::quantizeWide(Value y, float scale, int64_t zp, float lo, float hi,
     auto mask = b.create<arith::ConstantIntOp>(loc, -1, 16);
     auto rounding = b.create<arith::ConstantIntOp>(loc, 8, 32);
     auto v16i32 = VectorType::get({16}, i32);
-    SmallVector<Value> parts;
-    for (int64_t i = 0; i < vt.getNumElements() / 16; ++i)
-      parts.push_back(
-          b.create<LLVM::CallIntrinsicOp>(
-               loc, v16i32, "llvm.x86.avx512.mask.cvtps2dq.512",
-               ValueRange{slice(q, i), intLike(v16i32, 0), mask, rounding})
-              .getResult(0));
-    qi = concat(parts);
+    qi = per16(q, [&](ArrayRef<Value> x) -> Value {
+      return b
+          .create<LLVM::CallIntrinsicOp>(
+              loc, v16i32, "llvm.x86.avx512.mask.cvtps2dq.512",
+              ValueRange{x[0], intLike(v16i32, 0), mask, rounding})
+          .getResult(0);
+    });
   } else {
     q = b.create<math::RoundEvenOp>(loc, q);
     qi = b.create<arith::FPToSIOp>(loc, ti32, q);
@@ -235,11 +263,9 @@ Value KB::quantize(Value y, float scale, int64_t zp, float lo, float hi,
     return b.create<arith::TruncIOp>(loc, like(qi.getType(), i8), qi);
   // Each 16 lanes narrowed on their own: the caller's slices of the result
   // fold to the pieces, with no byte shuffles between them.
-  SmallVector<Value> parts;
-  for (int64_t i = 0; i < vt.getNumElements() / 16; ++i)
-    parts.push_back(b.create<arith::TruncIOp>(loc, VectorType::get({16}, i8),
-                                              slice(qi, i)));
-  return concat(parts);
+  return per16(qi, [&](ArrayRef<Value> x) -> Value {
+    return b.create<arith::TruncIOp>(loc, VectorType::get({16}, i8), x[0]);
+  });
 }
 
 Value KB::exp(Value x) {
@@ -276,15 +302,13 @@ Value KB::exp(Value x) {
   auto mask = b.create<arith::ConstantIntOp>(loc, -1, 16);
   auto rounding = b.create<arith::ConstantIntOp>(loc, 4, 32); // current
   auto v16 = VectorType::get({16}, f32);
-  SmallVector<Value> parts;
-  for (int64_t i = 0; i < n / 16; ++i) {
-    Value yi = slice(y, i);
-    parts.push_back(b.create<LLVM::CallIntrinsicOp>(
-                         loc, v16, "llvm.x86.avx512.mask.scalef.ps.512",
-                         ValueRange{yi, slice(k2, i), yi, mask, rounding})
-                        .getResult(0));
-  }
-  return concat(parts);
+  return per16(ValueRange{y, k2}, [&](ArrayRef<Value> x) -> Value {
+    return b
+        .create<LLVM::CallIntrinsicOp>(
+            loc, v16, "llvm.x86.avx512.mask.scalef.ps.512",
+            ValueRange{x[0], x[1], x[0], mask, rounding})
+        .getResult(0);
+  });
 }
 
 Value KB::dequantize(Value q, int64_t zp, float scale) {
@@ -421,12 +445,6 @@ void qatc::codegen::emitEpilogue(KB &k, const Epilogue &ep,
   }
   for (int64_t i = 0; i < parts; ++i)
     k.maskedStore(k.slice(y, i), outs[i], mask);
-}
-
-void qatc::codegen::emitEpilogue(KB &k, const Epilogue &ep, Value acc, Value c0,
-                                 Value mask, Value out, Value res) {
-  emitEpilogue(k, ep, ArrayRef<Value>{acc}, c0, mask, ArrayRef<Value>{out},
-               res ? ArrayRef<Value>{res} : ArrayRef<Value>{});
 }
 
 namespace {
@@ -571,21 +589,9 @@ void qatc::codegen::emitDenseConv(KB &k, Isa isa, const DenseConvSpec &s) {
       return;
     }
     // The last tile of the map holds the remaining `tail` pixels.
-    Value full = k.lt(k.add(p0, k.c(s.MR - 1)), k.c(P));
-    b.create<scf::IfOp>(
-        k.loc, full,
-        [&](OpBuilder &nb, Location) {
-          OpBuilder::InsertionGuard g(b);
-          b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
-          tile(s.MR);
-          b.create<scf::YieldOp>(k.loc);
-        },
-        [&](OpBuilder &nb, Location) {
-          OpBuilder::InsertionGuard g(b);
-          b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
-          tile(tail);
-          b.create<scf::YieldOp>(k.loc);
-        });
+    k.ifElse(
+        k.lt(k.add(p0, k.c(s.MR - 1)), k.c(P)), [&] { tile(s.MR); },
+        [&] { tile(tail); });
   });
 }
 
@@ -672,22 +678,6 @@ static void emitDepthwiseColumns(KB &k, Isa isa, const DepthwiseSpec &s) {
   const int64_t bands = (s.OH + R - 1) / R;
   auto vIn = VectorType::get({16}, k.i8);
   auto v16i32 = VectorType::get({16}, k.i32);
-  // scf.if cond { then } else { otherwise } (no else when null).
-  auto ifElse = [&](Value cond, llvm::function_ref<void()> then,
-                    llvm::function_ref<void()> otherwise) {
-    auto branch = [&](llvm::function_ref<void()> fn) {
-      return [&, fn](OpBuilder &nb, Location) {
-        OpBuilder::InsertionGuard g(k.b);
-        k.b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
-        fn();
-        k.b.create<scf::YieldOp>(k.loc);
-      };
-    };
-    if (otherwise)
-      k.b.create<scf::IfOp>(k.loc, cond, branch(then), branch(otherwise));
-    else
-      k.b.create<scf::IfOp>(k.loc, cond, branch(then));
-  };
   Value padRow = k.gep(k.weights, s.padRowOff);
   // A band's whole tiles go in chunks whose input rows (band rows x chunk
   // columns x C bytes) stay in L1 while a channel block sweeps them; a
@@ -788,7 +778,7 @@ static void emitDepthwiseColumns(KB &k, Isa isa, const DepthwiseSpec &s) {
               return tile(ow0, kPixels, in);
             });
       if (tail)
-        ifElse(
+        k.ifElse(
             k.b.create<arith::CmpIOp>(k.loc, arith::CmpIPredicate::eq, chunkIdx,
                                       k.c(chunks - 1)),
             [&] { tile(k.c(full), tail, carry); }, nullptr);
@@ -801,14 +791,14 @@ static void emitDepthwiseColumns(KB &k, Isa isa, const DepthwiseSpec &s) {
     auto rows = [&](int64_t lanes) {
       if (s.OH % R == 0)
         return block(R, c0, lanes, first, last);
-      ifElse(
+      k.ifElse(
           k.lt(k.add(oh0, k.c(R - 1)), k.c(s.OH)),
           [&] { block(R, c0, lanes, first, last); },
           [&] { block(s.OH % R, c0, lanes, first, last); });
     };
     if (s.C % 16 == 0)
       return rows(16);
-    ifElse(
+    k.ifElse(
         k.lt(blk, k.c(blocks - 1)), [&] { rows(16); }, [&] { rows(s.C % 16); });
   });
 }
@@ -847,11 +837,6 @@ void qatc::codegen::emitDepthwise(KB &k, Isa isa, const DepthwiseSpec &s) {
           // interleaved into one dword per channel, against weights packed
           // [group][C16][4], one vpdpbusd per group (perf.md section 8).
           const int64_t T = s.KH * s.KW;
-          SmallVector<int64_t> pairMask, quadMask;
-          for (int64_t c = 0; c < 16; ++c) {
-            pairMask.append({c, 16 + c});
-            quadMask.append({2 * c, 2 * c + 1, 32 + 2 * c, 32 + 2 * c + 1});
-          }
           auto v16i32 = VectorType::get({16}, k.i32);
           for (int64_t g = 0; g * 4 < T; ++g) {
             SmallVector<Value> x;
@@ -861,13 +846,9 @@ void qatc::codegen::emitDepthwise(KB &k, Isa isa, const DepthwiseSpec &s) {
                               ? k.maskedLoad(vIn, k.gep(px[t], c0), mask, zero)
                               : zero);
             }
-            Value lo = b.create<vector::ShuffleOp>(k.loc, x[0], x[1], pairMask);
-            Value hi = b.create<vector::ShuffleOp>(k.loc, x[2], x[3], pairMask);
-            Value quad = b.create<vector::ShuffleOp>(k.loc, lo, hi, quadMask);
             Value w =
                 k.load(v16i32, k.weightsAt(s.weightOff + g * C16 * 4, c0, 4));
-            acc = emitDot4(k, isa, acc,
-                           b.create<vector::BitCastOp>(k.loc, v16i32, quad), w);
+            acc = emitDot4(k, isa, acc, interleaveRows(k, isa, x), w);
           }
           epilogueAt(k, s, acc, pix, c0, mask);
           return;

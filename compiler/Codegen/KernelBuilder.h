@@ -72,6 +72,15 @@ public:
   mlir::Value tile(mlir::Value v, int64_t times);
   /// Lanes [16 i, 16 i + 16) of `v` (or of `lanes` from `lanes` * i).
   mlir::Value slice(mlir::Value v, int64_t i, int64_t lanes = 16);
+  /// `fn` on each 16-lane slice of `operands` (equal vectors of a multiple
+  /// of 16 lanes), the results end to end: an x86 intrinsic takes exactly
+  /// one zmm.
+  mlir::Value
+  per16(mlir::ValueRange operands,
+        llvm::function_ref<mlir::Value(llvm::ArrayRef<mlir::Value>)> fn);
+  /// scf.if cond { then } else { otherwise } (no else when null).
+  void ifElse(mlir::Value cond, llvm::function_ref<void()> then,
+              llvm::function_ref<void()> otherwise);
 
   /// for (iv = lb; iv < ub; iv += step) body(iv)
   void loop(mlir::Value lb, mlir::Value ub, int64_t step,
@@ -162,14 +171,11 @@ struct Epilogue {
   float outScale = 1;
   int64_t outZp = 0, qmin = 0, qmax = 255; ///< stored domain
 };
-/// Applies `ep` to the 16 channels from `c0` of accumulators `acc` and
-/// stores the lanes of `mask` at `out`; `res` points at the residual's 16
-/// channels when the epilogue has one.
-void emitEpilogue(KB &k, const Epilogue &ep, mlir::Value acc, mlir::Value c0,
-                  mlir::Value mask, mlir::Value out, mlir::Value res);
-/// The same for several accumulator vectors of the same 16 channels (the
-/// pixels of a tile) as one computation on a vector of 16 x accs.size()
-/// lanes, stored to `outs` (and reading residuals at `res`).
+/// Applies `ep` to the 16 channels from `c0` of accumulator vectors `accs`
+/// (the pixels of a tile) as one computation on a vector of 16 x
+/// accs.size() lanes, and stores the lanes of `mask` of each to `outs`;
+/// `res` points at each pixel's residual channels when the epilogue has
+/// them.
 void emitEpilogue(KB &k, const Epilogue &ep, llvm::ArrayRef<mlir::Value> accs,
                   mlir::Value c0, mlir::Value mask,
                   llvm::ArrayRef<mlir::Value> outs,

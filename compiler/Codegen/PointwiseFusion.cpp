@@ -200,10 +200,6 @@ namespace {
 /// f32 (not bool, not quantized, not integer) tensor values.
 bool isF32(Value v) { return getElementTypeOrSelf(v.getType()).isF32(); }
 
-ArrayRef<int64_t> shapeOf(Value v) {
-  return cast<ShapedType>(v.getType()).getShape();
-}
-
 /// `s` broadcasts to `to` (numpy rules, from the right).
 bool broadcastsTo(ArrayRef<int64_t> s, ArrayRef<int64_t> to) {
   if (s.size() > to.size())

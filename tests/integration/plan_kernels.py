@@ -220,6 +220,9 @@ CASES = {
                                                       pads=(0, 1, 1, 0), group=16),
     "depthwise_c20_3x3_tiny_map": lambda b: conv_case(b, 20, 20, (3, 2), 3,
                                                       pads=(1, 1, 1, 1), group=20),
+    # Dilated int8 depthwise interleaves 4 taps per dword (not columns).
+    "depthwise_c20_3x3_dil2": lambda b: conv_case(b, 20, 20, (9, 8), 3, dil=2,
+                                                  pads=(2, 2, 2, 2), group=20),
     # Wide rows run in chunks of pixels (the last one partial) per channel
     # block.
     "depthwise_c200_3x3_wide": lambda b: conv_case(b, 200, 200, (5, 61), 3,

@@ -153,6 +153,10 @@ struct Manifest {
 
 /// A shape as the manifest writes it: "1x3x224x224", "scalar" for rank 0.
 std::string shapeText(const std::vector<int64_t> &shape);
+/// Percent-encodes a manifest token (space, '%', control and non-ASCII
+/// bytes); the empty string is a lone '%'. Also how an error shows
+/// untrusted bytes on one line.
+std::string encodeToken(const std::string &s);
 
 /// The manifest's text form (docs/Plan.md).
 std::string writeManifest(const Manifest &m);
