@@ -44,6 +44,7 @@ int GraphLowering::addTensor(CTensor t) {
                         1),
       64);
   t.storage = storages.size();
+  t.storageOffset = 0;
   storages.push_back(s);
   t.manifestIndex = out.manifest.tensors.size();
   out.manifest.tensors.push_back(t.desc);
@@ -90,6 +91,8 @@ int GraphLowering::newIntTensor(std::string name, ArrayRef<int64_t> shape,
 }
 
 int GraphLowering::resultTensor(Value res, plan::Layout layout) {
+  if (slices.count(res) && layout == plan::Layout::NHWC)
+    return sliceTensor(res, layout);
   auto type = cast<RankedTensorType>(res.getType());
   if (isIntegerValue(res)) {
     int o = newIntTensor(nameOf(res), type.getShape(),
@@ -565,6 +568,7 @@ LogicalResult GraphLowering::run() {
       t = inputAsHeld(t, declared, name, func.getLoc());
     valueTensor[arg] = t;
   }
+  planConcatSlices();
   for (Operation &opRef : func.getBody().front()) {
     Operation *op = &opRef;
     if (folded.contains(op))
@@ -687,10 +691,11 @@ void GraphLowering::planArena() {
   }
   out.manifest.arenaBytes = roundUp(arena, 64);
   for (CTensor &t : tensors) {
-    t.desc.offset = storages[t.storage].offset;
+    t.desc.offset = storages[t.storage].offset + t.storageOffset;
     if (t.manifestIndex >= 0) {
       out.manifest.tensors[t.manifestIndex].offset = t.desc.offset;
-      out.manifest.tensors[t.manifestIndex].bytes = storages[t.storage].bytes;
+      out.manifest.tensors[t.manifestIndex].bytes =
+          storages[t.storage].bytes - t.storageOffset;
     }
   }
 }

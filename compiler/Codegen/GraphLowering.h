@@ -64,6 +64,9 @@ inline ArrayRef<int64_t> shapeOf(Value v) {
 struct CTensor {
   plan::TensorDesc desc;
   int storage = -1;
+  /// Bytes into the storage: a channel slice of a concatenation's buffer
+  /// (ConcatSlices), which its producer writes in place.
+  int64_t storageOffset = 0;
   int manifestIndex = -1;
   bool int8 = false; ///< stored as u8 (with desc.storedOffset)
   int64_t zp = 0, qmin = 0, qmax = 255; ///< stored domain
@@ -425,7 +428,9 @@ private:
   LogicalResult lowerPointwise(Operation *op);
   /// TopK of f32 data: values (f32) and indices (int64).
   LogicalResult lowerTopK(onnx::TopKOp op);
-  /// The tensor of op result `res` (int8 when its type is quantized).
+  /// The tensor of op result `res` (int8 when its type is quantized); a
+  /// channel slice of a concatenation's buffer when planConcatSlices chose
+  /// one for it and `layout` is NHWC.
   int resultTensor(Value res, plan::Layout layout);
   int alias(int base, std::string name, ArrayRef<int64_t> shape);
   /// The tensor holding `v`; a constant gets one, filled by a layer.
@@ -706,6 +711,13 @@ private:
                               int64_t corrOff,
                               std::function<double(int64_t, int64_t)> weightAt);
 
+  /// Before the walk: the channel concatenations whose inputs are written in
+  /// place, each at its channel offset of one shared NHWC buffer, so that
+  /// the Concat copies nothing (MapLowering.cpp).
+  void planConcatSlices();
+  /// The slice tensor of `res` in its concatenation buffer (`slices`).
+  int sliceTensor(Value res, plan::Layout layout);
+
   // After the walk.
   void planArena();
   void emitLayers();
@@ -723,6 +735,15 @@ private:
   llvm::DenseSet<Operation *> folded;
   llvm::DenseMap<Value, int64_t> constantOffsets;
   bool constantError = false;
+  /// A buffer shared by concatenations and their inputs: channels (its
+  /// channel stride) and its storage, made with the first slice.
+  struct ConcatBuffer {
+    int64_t channels = 0;
+    int storage = -1;
+  };
+  std::vector<ConcatBuffer> concatBuffers;
+  /// Values stored in a concatenation buffer: buffer and first channel.
+  llvm::DenseMap<Value, std::pair<int, int64_t>> slices;
 };
 
 /// Sets the window of `s` from NCHW shapes and ONNX attributes.

@@ -261,6 +261,164 @@ LogicalResult GraphLowering::lowerSlice(Operation *op, Value inV,
   return success();
 }
 
+namespace {
+
+/// A Concat along the channels of rank-4 data.
+bool isChannelConcat(Operation *op) {
+  if (!op || !isa<onnx::ConcatOp, qat::ConcatOp>(op))
+    return false;
+  auto type = cast<RankedTensorType>(op->getResult(0).getType());
+  int64_t axis = cast<IntegerAttr>(op->getAttr("axis")).getInt();
+  return type.getRank() == 4 && (axis == 1 || axis == -3);
+}
+
+} // namespace
+
+void GraphLowering::planConcatSlices() {
+  // A candidate is a channel Concat of f32 data, or of int8 data whose
+  // inputs share the result's quantization and have channels in multiples of
+  // 4 (each input's stored channels are then its channels). Every input is
+  // the result of a layer (no graph input or constant) and feeds only
+  // candidates, so no other reader sees it with the buffer's wide channel
+  // stride; a Concat result feeding a Concat stays a copy.
+  llvm::SetVector<Operation *> candidates;
+  for (Operation &op : func.getBody().front()) {
+    if (!isChannelConcat(&op))
+      continue;
+    Type elt = getElementTypeOrSelf(op.getResult(0).getType());
+    bool ok = elt.isF32() || isa<quant::UniformQuantizedType>(elt);
+    for (Value v : op.getOperands()) {
+      Operation *def = v.getDefiningOp();
+      ok = ok && def && !constantOf(v) && !isChannelConcat(def) &&
+           getElementTypeOrSelf(v.getType()) == elt &&
+           (elt.isF32() || shapeOf(v)[1] % 4 == 0);
+    }
+    if (ok)
+      candidates.insert(&op);
+  }
+  // Grouping: every input has one channel offset in its buffer. Concats
+  // sharing an input share a buffer, shifted to agree on that input (a
+  // DenseNet block's Concats are prefixes of its last one). An input that
+  // feeds a non-candidate, or whose offsets disagree or overlap another's,
+  // takes its Concats out; repeat until nothing changes.
+  while (true) {
+    llvm::DenseMap<Value, std::pair<int, int64_t>> at; // group, offset
+    llvm::DenseMap<Operation *, std::pair<int, int64_t>> concatAt;
+    std::vector<int> parent;
+    auto find = [&](int g) {
+      while (parent[g] != g)
+        g = parent[g];
+      return g;
+    };
+    std::vector<int64_t> shift; // offset of group g in its root
+    auto shiftOf = [&](int g) {
+      int64_t s = 0;
+      for (; parent[g] != g; g = parent[g])
+        s += shift[g];
+      return s;
+    };
+    llvm::SetVector<Operation *> drop;
+    for (Operation *op : candidates) {
+      int g = parent.size();
+      parent.push_back(g);
+      shift.push_back(0);
+      concatAt[op] = {g, 0};
+      int64_t off = 0;
+      for (Value v : op->getOperands()) {
+        bool onlyCandidates = llvm::all_of(
+            v.getUsers(), [&](Operation *u) { return candidates.contains(u); });
+        if (!onlyCandidates)
+          drop.insert(op);
+        auto [it, fresh] = at.try_emplace(v, g, off);
+        if (!fresh) {
+          int h = find(it->second.first), r = find(g);
+          int64_t want = shiftOf(it->second.first) + it->second.second,
+                  have = shiftOf(g) + off;
+          if (h != r) {
+            // Hang group r under h, shifted so that v's offsets agree.
+            parent[r] = h;
+            shift[r] = want - have;
+          } else if (want != have) {
+            drop.insert(op);
+          }
+        }
+        off += shapeOf(v)[1];
+      }
+    }
+    // Channel ranges per buffer: no two values overlap.
+    std::map<int, std::vector<std::pair<int64_t, int64_t>>> ranges;
+    for (auto &[v, gOff] : at) {
+      int64_t lo = shiftOf(gOff.first) + gOff.second;
+      ranges[find(gOff.first)].push_back({lo, lo + shapeOf(v)[1]});
+    }
+    for (auto &[root, rs] : ranges) {
+      llvm::sort(rs);
+      for (size_t i = 1; i < rs.size(); ++i)
+        if (rs[i].first < rs[i - 1].second) {
+          // Overlapping inputs: the buffer is dropped whole.
+          for (Operation *op : candidates)
+            if (find(concatAt[op].first) == root)
+              drop.insert(op);
+          break;
+        }
+    }
+    if (!drop.empty()) {
+      for (Operation *op : drop)
+        candidates.remove(op);
+      continue;
+    }
+    // Buffers from 0: each root's lowest offset.
+    std::map<int, int64_t> lowest, highest;
+    for (auto &[root, rs] : ranges)
+      for (auto [lo, hi] : rs) {
+        auto il = lowest.try_emplace(root, lo).first;
+        il->second = std::min(il->second, lo);
+        auto ih = highest.try_emplace(root, hi).first;
+        ih->second = std::max(ih->second, hi);
+      }
+    std::map<int, int> buffer;
+    for (auto &[root, lo] : lowest) {
+      buffer[root] = concatBuffers.size();
+      concatBuffers.push_back({highest[root] - lo, -1});
+    }
+    for (auto &[v, gOff] : at) {
+      int root = find(gOff.first);
+      slices[v] = {buffer[root],
+                   shiftOf(gOff.first) + gOff.second - lowest[root]};
+    }
+    for (Operation *op : candidates) {
+      Value first = op->getOperand(0);
+      slices[op->getResult(0)] = slices[first];
+    }
+    return;
+  }
+}
+
+int GraphLowering::sliceTensor(Value res, plan::Layout layout) {
+  auto [b, channel] = slices.lookup(res);
+  auto type = cast<RankedTensorType>(res.getType());
+  bool int8 = isa<quant::QuantizedType>(type.getElementType());
+  int t = newTensor(nameOf(res), type.getShape(), int8, layout,
+                    int8 ? type : Type());
+  valueTensor[res] = t;
+  ConcatBuffer &buf = concatBuffers[b];
+  CTensor &c = tensors[t];
+  int64_t es = int8 ? 1 : 4;
+  if (buf.storage < 0) {
+    // One pixel of slack: the runtime's checks see a slice as the rows of
+    // its channel stride from its first channel.
+    Storage s;
+    s.bytes = roundUp((c.pixels() + 1) * buf.channels * es, 64);
+    buf.storage = storages.size();
+    storages.push_back(s);
+  }
+  c.storage = buf.storage;
+  c.storageOffset = channel * es;
+  c.desc.channelStride = buf.channels;
+  out.manifest.tensors[c.manifestIndex].channelStride = buf.channels;
+  return t;
+}
+
 LogicalResult GraphLowering::lowerConcat(Operation *op, ValueRange ins,
                                          int64_t axis) {
   Value res = op->getResult(0);
@@ -275,18 +433,51 @@ LogicalResult GraphLowering::lowerConcat(Operation *op, ValueRange ins,
     if (tensors[p].int8 != tensors[o].int8)
       return op->emitError("qatc compiles a concatenation of int8 inputs to "
                            "an int8 result, or of f32 inputs to f32");
+  // Inputs already in their place of the result (planConcatSlices) need no
+  // copy; when all are, the Concat is no layer at all.
+  std::vector<std::pair<int, int64_t>> copies; // input, first index on axis
+  int64_t start = 0;
+  for (int p : parts) {
+    const CTensor &P = tensors[p], &O = tensors[o];
+    int64_t es = O.int8 ? 1 : 4;
+    bool inPlace = axis == 1 && P.storage == O.storage && !P.view && !P.flat &&
+                   P.desc.layout == O.desc.layout &&
+                   P.desc.channelStride == O.desc.channelStride &&
+                   P.storageOffset == O.storageOffset + start * es &&
+                   P.zp == O.zp && P.scale == O.scale;
+    if (!inPlace)
+      copies.push_back({p, start});
+    start += P.desc.shape[axis];
+  }
+  if (copies.empty()) {
+    // The result is complete after the last layer writing an input: it is
+    // one of that layer's outputs too, so `qatc run --dump-tensors` still
+    // writes it (as `qatc eval` does).
+    for (size_t l = layers.size(); l-- > 0;) {
+      std::vector<int> &outs = layers[l].desc.outputs;
+      bool writes = llvm::any_of(parts, [&](int p) {
+        return llvm::is_contained(outs, tensors[p].manifestIndex);
+      });
+      if (writes) {
+        outs.push_back(tensors[o].manifestIndex);
+        break;
+      }
+    }
+    return success();
+  }
+  std::vector<int> copied;
+  for (auto [p, first] : copies)
+    copied.push_back(p);
   addLayer(op, "concat", tensors[o].int8 ? "int8" : "fp32",
-           product(shape) > 4096, 0, parts, {o}, [=](KB &k) {
+           product(shape) > 4096, 0, copied, {o}, [=](KB &k) {
              const CTensor &O = tensors[o];
-             int64_t start = 0;
-             for (int p : parts) {
+             for (auto [p, first] : copies) {
                const CTensor &P = tensors[p];
                StridedMap m;
                m.shape = P.desc.shape;
                m.out = operand(Src{o, -1, {}}, m.shape);
-               m.out.offset += start * stridesOf(O)[axis];
+               m.out.offset += first * stridesOf(O)[axis];
                m.ins = {operand(Src{p, -1, {}}, m.shape)};
-               start += P.desc.shape[axis];
                bool same = !O.int8 || (P.zp == O.zp && P.scale == O.scale);
                // Inputs with other quantization parameters are requantized.
                emitStridedMap(k, m,

@@ -8,7 +8,9 @@ float twins): convolutions with channel counts that are not multiples of
 away from 0 (int8 and uint8);
 matrix products with odd M, K and N; products of two activations
 (attention's Q.K^T and softmax.V, strided operands); average and max pooling with and
-without count_include_pad; broadcasting elementwise ops. Each is checked
+without count_include_pad; broadcasting elementwise ops; channel
+concatenations written in place (Inception, a DenseNet block) and ones
+that must stay copies. Each is checked
 with plans.py's check_model: compiled for host, AVX2 and generic, the
 plan's outputs and every int8 tensor against `qatc eval --stage=qat`
 (int8: 1 LSB on at most 0.1 % of elements; float: 1e-4 relative), 2
@@ -157,6 +159,68 @@ def residual_add_case(b, c, hw, downsample):
     return [1, c, *hw], out, [1, c, *hw]
 
 
+def concat_inception_case(b, n, hw, same_scale=True):
+    """Inception: four branches (1x1 conv, 3x3 conv, depthwise 3x3, 3x3 max
+    pool) concatenated on the channels and read by a 1x1 conv. The branches
+    write their channels of the concatenation in place; 20, 12, 8 and 8
+    channels put the f32 slices off every vector width. With other scales
+    per branch the int8 Concat requantizes (a copy)."""
+    ic = 8
+    x = b.act_qdq("x", 0.05)
+
+    def conv(inp, oc, k, group=1):
+        return b.node("Relu", [b.node(
+            "Conv", [inp, b.weight([oc, ic // group, k, k]),
+                     b.const("b", b.rng.normal(0, 0.2, oc).astype(np.float32))],
+            kernel_shape=[k, k], pads=[k // 2] * 4, group=group)])
+
+    branches = [conv(x, 20, 1), conv(x, 12, 3), conv(x, ic, 3, ic),
+                b.node("MaxPool", [x], kernel_shape=[3, 3], pads=[1] * 4)]
+    branches = [b.act_qdq(t, 0.08 if same_scale else 0.05 + 0.01 * i)
+                for i, t in enumerate(branches)]
+    cat = b.act_qdq(b.node("Concat", branches, axis=1), 0.08)
+    y = b.node("Conv", [cat, b.weight([16, 48, 1, 1]),
+                        b.const("b", b.rng.normal(0, 0.2, 16).astype(np.float32))])
+    return [n, ic, *hw], b.act_qdq(y, 0.1), [n, 16, *hw]
+
+
+def concat_dense_case(b):
+    """A DenseNet block: every layer reads BatchNorm + Relu of the
+    concatenation of all earlier features and adds 12 channels; the block's
+    Concats are prefixes of one buffer. The features feed only Concats, and
+    the last Concat is the output (f32, as DenseNet's features are)."""
+    x = b.act_qdq("x", 0.05)
+    feats = [b.node("Conv", [x, b.weight([8, 5, 3, 3]),
+                             b.const("b", b.rng.normal(0, 0.2, 8).astype(np.float32))],
+                    pads=[1] * 4)]
+    for layer in range(3):
+        cat = b.node("Concat", feats, axis=1)  # one input first, as torch exports
+        c = 8 + 12 * layer
+        bn = b.node("BatchNormalization", [
+            cat, b.const("g", b.rng.uniform(0.5, 1.5, c).astype(np.float32)),
+            b.const("b", b.rng.normal(0, 0.2, c).astype(np.float32)),
+            b.const("m", b.rng.normal(0, 0.2, c).astype(np.float32)),
+            b.const("v", b.rng.uniform(0.5, 1.5, c).astype(np.float32))])
+        h = b.act_qdq(b.node("Relu", [bn]), 0.04)
+        feats.append(b.node("Conv", [h, b.weight([12, c, 3, 3]),
+                                     b.const("b", b.rng.normal(0, 0.2, 12).astype(np.float32))],
+                            pads=[1] * 4))
+    out = b.node("Concat", feats, axis=1)
+    return [1, 5, 7, 6], out, [1, 44, 7, 6]
+
+
+def concat_shared_case(b):
+    """Concats an in-place buffer cannot serve: the same input twice, and an
+    input also read by an Add. Both stay copies."""
+    x = b.act_qdq("x", 0.05)
+    y = b.act_qdq(b.node("Conv", [x, b.weight([6, 6, 1, 1]),
+                                  b.const("b", b.rng.normal(0, 0.2, 6).astype(np.float32))]), 0.06)
+    cat = b.node("Concat", [y, y], axis=1)
+    z = b.node("Conv", [cat, b.weight([6, 12, 1, 1]),
+                        b.const("b", b.rng.normal(0, 0.2, 6).astype(np.float32))])
+    return [1, 6, 5, 9], b.act_qdq(b.node("Add", [z, y]), 0.1), [1, 6, 5, 9]
+
+
 def global_pool_case(b, shape):
     x = b.act_qdq("x", 0.05)
     y = b.act_qdq(b.node("GlobalAveragePool", [x]), 0.02)
@@ -231,6 +295,11 @@ CASES = {
         b, 200, 200, (5, 123), 3, stride=2, pads=(1, 1, 1, 1), group=200),
     "residual_add_c24": lambda b: residual_add_case(b, 24, (7, 9), False),
     "residual_add_downsample_c20": lambda b: residual_add_case(b, 20, (6, 5), True),
+    # Concatenations written in place by their inputs' layers, and not.
+    "concat_inception_n2": lambda b: concat_inception_case(b, 2, (6, 7)),
+    "concat_inception_rescaled": lambda b: concat_inception_case(b, 1, (5, 5), False),
+    "concat_dense_block": concat_dense_case,
+    "concat_shared_input": concat_shared_case,
     "gemm_m1_k3_n5": lambda b: gemm_case(b, 1, 3, 5),
     "gemm_m7_k67_n130": lambda b: gemm_case(b, 7, 67, 130),
     "gemm_m13_k16_n17": lambda b: gemm_case(b, 13, 16, 17),
