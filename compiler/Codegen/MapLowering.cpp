@@ -515,16 +515,46 @@ LogicalResult GraphLowering::lowerBatchNorm(onnx::BatchNormalizationOp op) {
   auto channel = [&](const std::vector<float> &v) {
     return Src{-1, addArray(v), cshape};
   };
-  return lowerMap(op,
-                  {srcOf(op.getX()), channel(mean), channel(denom),
-                   channel(scale), channel(bias)},
-                  "batchnorm", [](KB &k, ArrayRef<Value> v) -> Value {
-                    OpBuilder &b = k.b;
-                    Value y = b.create<arith::SubFOp>(k.loc, v[0], v[1]);
-                    y = b.create<arith::DivFOp>(k.loc, y, v[2]);
-                    y = b.create<arith::MulFOp>(k.loc, y, v[3]);
-                    return b.create<arith::AddFOp>(k.loc, y, v[4]);
-                  });
+  // A chain after it with scalar operands only (Relu, Clip, the next
+  // QuantizeLinear: DenseNet's norm1 -> relu1 -> conv1's input quantizer)
+  // runs in the same layer, so the f32 result never goes to memory.
+  std::shared_ptr<ChainProgram> chain;
+  Value exit;
+  SmallVector<Location> locs = {op.getLoc()};
+  if (std::optional<Chain> c = matchChain(op.getResult(), nullptr, 1)) {
+    bool scalarsOnly = llvm::all_of(c->ops, [&](Operation *u) {
+      return llvm::all_of(u->getOperands(), [&](Value x) {
+        auto cst = constantOf(x);
+        return !cst || cst->numElements() == 1;
+      });
+    });
+    if (scalarsOnly) {
+      chain = std::make_shared<ChainProgram>(
+          chainProgram(*c, op.getResult(), 1, nullptr));
+      for (Operation *f : c->ops) {
+        folded.insert(f);
+        locs.push_back(f->getLoc());
+      }
+      exit = c->exit;
+    }
+  }
+  return lowerMap(
+      op,
+      {srcOf(op.getX()), channel(mean), channel(denom), channel(scale),
+       channel(bias)},
+      chain ? "batchnorm+" + chain->name : "batchnorm",
+      [chain](KB &k, ArrayRef<Value> v) -> Value {
+        OpBuilder &b = k.b;
+        Value y = b.create<arith::SubFOp>(k.loc, v[0], v[1]);
+        y = b.create<arith::DivFOp>(k.loc, y, v[2]);
+        y = b.create<arith::MulFOp>(k.loc, y, v[3]);
+        y = b.create<arith::AddFOp>(k.loc, y, v[4]);
+        return chain ? chain->run(k, {y}, [](int64_t) { return Value(); }) : y;
+      },
+      exit,
+      chain ? std::optional<Location>(FusedLoc::get(op.getContext(), locs))
+            : std::nullopt,
+      /*lanes=*/true);
 }
 
 LogicalResult GraphLowering::lowerMean(Operation *op, Value inV,

@@ -152,3 +152,31 @@ func.func @residual(%x: tensor<1x8x6x6xf32>) -> tensor<1x8x6x6xf32> {
   %y = onnx.DequantizeLinear(%a2q, %s2, %z) : (tensor<1x8x6x6xi8>, tensor<f32>, tensor<i8>) -> tensor<1x8x6x6xf32>
   return %y : tensor<1x8x6x6xf32>
 }
+
+// -----
+
+// BatchNormalization, Relu and the next QuantizeLinear (DenseNet's norm ->
+// relu -> conv input): one map layer from the f32 input (read through its
+// NCHW strides) to int8.
+// CHECK-LABEL: func.func @qatc_layer_0(
+// CHECK-SAME: qatc.kernel = "batchnorm+relu+quantize"
+// CHECK: func.func @qatc_layer_1(
+// CHECK-SAME: qatc.kernel = "vnni-conv {{[0-9]+}}x{{[0-9]+}}"}
+func.func @batchnorm(%x: tensor<1x8x6x6xf32>) -> tensor<1x16x6x6xf32> {
+  %s = onnx.Constant dense<0.05> : tensor<f32>
+  %z = onnx.Constant dense<0> : tensor<i8>
+  %g = onnx.Constant dense<1.5> : tensor<8xf32>
+  %b = onnx.Constant dense<0.25> : tensor<8xf32>
+  %m = onnx.Constant dense<0.125> : tensor<8xf32>
+  %v = onnx.Constant dense<2.0> : tensor<8xf32>
+  %ws = onnx.Constant dense<0.01> : tensor<16xf32>
+  %wz = onnx.Constant dense<0> : tensor<16xi8>
+  %wq = onnx.Constant dense<3> : tensor<16x8x3x3xi8>
+  %n = onnx.BatchNormalization(%x, %g, %b, %m, %v) {epsilon = 1.0e-05 : f32} : (tensor<1x8x6x6xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<1x8x6x6xf32>
+  %r = onnx.Relu(%n) : (tensor<1x8x6x6xf32>) -> tensor<1x8x6x6xf32>
+  %q = onnx.QuantizeLinear(%r, %s, %z) : (tensor<1x8x6x6xf32>, tensor<f32>, tensor<i8>) -> tensor<1x8x6x6xi8>
+  %dq = onnx.DequantizeLinear(%q, %s, %z) : (tensor<1x8x6x6xi8>, tensor<f32>, tensor<i8>) -> tensor<1x8x6x6xf32>
+  %w = onnx.DequantizeLinear(%wq, %ws, %wz) {axis = 0 : i64} : (tensor<16x8x3x3xi8>, tensor<16xf32>, tensor<16xi8>) -> tensor<16x8x3x3xf32>
+  %c = onnx.Conv(%dq, %w) {kernel_shape = array<i64: 3, 3>, strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>} : (tensor<1x8x6x6xf32>, tensor<16x8x3x3xf32>) -> tensor<1x16x6x6xf32>
+  return %c : tensor<1x16x6x6xf32>
+}
