@@ -387,8 +387,9 @@ void GraphLowering::planConcatSlices() {
                    shiftOf(gOff.first) + gOff.second - lowest[root]};
     }
     for (Operation *op : candidates) {
-      Value first = op->getOperand(0);
-      slices[op->getResult(0)] = slices[first];
+      // A copy: inserting the result may move the map's entries.
+      std::pair<int, int64_t> first = slices.lookup(op->getOperand(0));
+      slices[op->getResult(0)] = first;
     }
     return;
   }
