@@ -187,8 +187,12 @@ int GraphLowering::inLayout(int t, plan::Layout want, Location loc) {
   const CTensor &src = tensors[t];
   if (!src.view && src.desc.layout == want && !src.flat)
     return t;
-  if (!src.view && src.desc.shape.size() == 2 && !src.flat &&
-      (!src.int8 || src.desc.channelStride == src.dim(1)))
+  // (An f32 NHWC matrix aliasing a Concat's channel slice has a wider
+  // channel stride.)
+  bool rowsPacked = src.int8 ? src.desc.channelStride == src.dim(1)
+                             : src.desc.layout != plan::Layout::NHWC ||
+                                   src.desc.channelStride == src.dim(1);
+  if (!src.view && src.desc.shape.size() == 2 && !src.flat && rowsPacked)
     return t; // identical bytes
   if (want == plan::Layout::NHWC && src.desc.shape.size() != 4 &&
       src.desc.shape.size() != 2)

@@ -996,16 +996,31 @@ LogicalResult GraphLowering::lowerClamp(Operation *op, Value inV, double lo,
                          "only; this one clamps integers");
   int o = resultTensor(op->getResult(0), layout);
   const CTensor &x = tensors[in];
-  int64_t count = x.desc.storedElements();
-  addLayer(op, "clamp", x.int8 ? "int8" : "fp32", count > 4096, 0, {in}, {o},
-           [=](KB &k) {
+  // Channel slices (planConcatSlices) have wider channel strides: then the
+  // loop runs over pixels and channels, else over the storage at once.
+  auto natural = [](const CTensor &t) {
+    return t.desc.layout != plan::Layout::NHWC ||
+           t.desc.channelStride ==
+               (t.int8 ? roundUp(t.channels(), 4) : t.channels());
+  };
+  bool flat = natural(x) && natural(tensors[o]);
+  int64_t rows = flat ? 1 : x.pixels(),
+          count = flat ? x.desc.storedElements() : x.channels();
+  addLayer(op, "clamp", x.int8 ? "int8" : "fp32", rows * count > 4096, 0, {in},
+           {o}, [=](KB &k) {
              const CTensor &X = tensors[in], &O = tensors[o];
              int64_t es = X.int8 ? 1 : 4;
-             auto [b0, e0] = k.share(count);
+             auto [b0, e0] = k.share(rows * count);
              OpBuilder &bb = k.b;
              k.loop(b0, e0, 1, [&](Value i) {
+               Value xi = i, oi = i;
+               if (!flat) {
+                 Value p = k.div(i, k.c(count)), c = k.rem(i, k.c(count));
+                 xi = k.add(k.mul(p, k.c(X.desc.channelStride)), c);
+                 oi = k.add(k.mul(p, k.c(O.desc.channelStride)), c);
+               }
                Value v =
-                   k.load(X.int8 ? k.i8 : k.f32, k.at(X.desc.offset, i, es));
+                   k.load(X.int8 ? k.i8 : k.f32, k.at(X.desc.offset, xi, es));
                if (X.int8) {
                  // Stored-domain bounds (lo/hi are stored integers here).
                  v = bb.create<arith::MaxUIOp>(
@@ -1020,7 +1035,7 @@ LogicalResult GraphLowering::lowerClamp(Operation *op, Value inV, double lo,
                  if (!std::isinf(hi))
                    v = bb.create<arith::MinimumFOp>(k.loc, v, k.cf(hi));
                }
-               k.store(v, k.at(O.desc.offset, i, es));
+               k.store(v, k.at(O.desc.offset, oi, es));
              });
            });
   return success();

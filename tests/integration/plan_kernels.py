@@ -209,6 +209,44 @@ def concat_dense_case(b):
     return [1, 5, 7, 6], out, [1, 44, 7, 6]
 
 
+def concat_relu_case(b):
+    """Relus that no producer takes (one on the input, one on the Concat's
+    result) write a slice of the Concat and read the whole: their loops
+    follow the wide channel stride."""
+    x = b.act_qdq("x", 0.05)
+    r = b.act_qdq(b.node("Relu", [x]), 0.05)
+    c = b.act_qdq(b.node("Conv", [x, b.weight([12, 8, 1, 1]),
+                                  b.const("b", b.rng.normal(0, 0.2, 12).astype(np.float32))]), 0.05)
+    y = b.act_qdq(b.node("Relu", [b.node("Concat", [r, c], axis=1)]), 0.05)
+    out = b.node("Conv", [y, b.weight([7, 20, 1, 1]),
+                          b.const("b", b.rng.normal(0, 0.2, 7).astype(np.float32))])
+    return [2, 8, 5, 6], b.act_qdq(out, 0.1), [2, 7, 5, 6]
+
+
+def concat_prefix_flatten_case(b):
+    """Two Concats of pooled features, one a prefix of the other (one
+    buffer), each flattened into a Gemm: the shorter one's rows are its
+    channels of the wider buffer, for 2 images."""
+    x = b.act_qdq("x", 0.05)
+    p = b.act_qdq(b.node("GlobalAveragePool", [x]), 0.03)
+
+    def conv(oc):
+        return b.node("Conv", [p, b.weight([oc, 8, 1, 1]),
+                               b.const("b", b.rng.normal(0, 0.2, oc).astype(np.float32))])
+
+    c1, c2, c3 = conv(6), conv(10), conv(4)
+    cat1 = b.node("Concat", [c1, c2], axis=1)
+    cat2 = b.node("Concat", [c1, c2, c3], axis=1)
+
+    def gemm(t, k):
+        return b.node("Gemm", [b.act_qdq(b.node("Flatten", [t]), 0.04), b.weight([5, k]),
+                               b.const("b", b.rng.normal(0, 0.2, 5).astype(np.float32))],
+                      transB=1)
+
+    y = b.node("Add", [gemm(cat1, 16), gemm(cat2, 20)])
+    return [2, 8, 4, 4], b.act_qdq(y, 0.1), [2, 5]
+
+
 def concat_shared_case(b):
     """Concats an in-place buffer cannot serve: the same input twice, and an
     input also read by an Add. Both stay copies."""
@@ -300,6 +338,8 @@ CASES = {
     "concat_inception_rescaled": lambda b: concat_inception_case(b, 1, (5, 5), False),
     "concat_dense_block": concat_dense_case,
     "concat_shared_input": concat_shared_case,
+    "concat_relu_slices": concat_relu_case,
+    "concat_prefix_flatten": concat_prefix_flatten_case,
     "gemm_m1_k3_n5": lambda b: gemm_case(b, 1, 3, 5),
     "gemm_m7_k67_n130": lambda b: gemm_case(b, 7, 67, 130),
     "gemm_m13_k16_n17": lambda b: gemm_case(b, 13, 16, 17),
