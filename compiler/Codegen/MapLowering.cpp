@@ -1178,8 +1178,13 @@ LogicalResult GraphLowering::lowerReshape(Operation *op, Value inV) {
   int in = tensorOf(inV);
   const CTensor x = tensors[in];
   auto shape = rt.getShape();
+  // A Concat's channel slice in a wider buffer (planConcatSlices) is no
+  // matrix of packed rows: a product would read the buffer's other channels
+  // (stale bytes times zero weights can make NaN). Views copy it instead.
+  bool packed = x.desc.channelStride ==
+                (x.int8 ? roundUp(x.channels(), 4) : x.channels());
   // [N, C, 1, 1] NHWC -> [N, C]: the same bytes.
-  if (!x.view && x.desc.layout == plan::Layout::NHWC &&
+  if (!x.view && packed && x.desc.layout == plan::Layout::NHWC &&
       x.desc.shape.size() == 4 && shape.size() == 2 &&
       x.dim(2) * x.dim(3) == 1 && shape[1] == x.dim(1)) {
     int a = alias(in, nameOf(res), shape);
@@ -1202,7 +1207,7 @@ LogicalResult GraphLowering::lowerReshape(Operation *op, Value inV) {
              constant2D(g.getB());
     return false;
   });
-  if (!x.view && x.desc.layout == plan::Layout::NHWC &&
+  if (!x.view && packed && x.desc.layout == plan::Layout::NHWC &&
       x.desc.shape.size() == 4 && shape.size() == 2 && shape[0] == x.dim(0) &&
       x.dim(0) == 1 && onlyProducts && !res.use_empty()) {
     CTensor v = x;

@@ -239,6 +239,7 @@ def concat_prefix_flatten_case(b):
     cat2 = b.node("Concat", [c1, c2, c3], axis=1)
 
     def gemm(t, k):
+        # The float twin's Gemm reads the Flatten itself.
         return b.node("Gemm", [b.act_qdq(b.node("Flatten", [t]), 0.04), b.weight([5, k]),
                                b.const("b", b.rng.normal(0, 0.2, 5).astype(np.float32))],
                       transB=1)
