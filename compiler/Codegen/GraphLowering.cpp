@@ -76,7 +76,7 @@ int GraphLowering::newTensor(std::string name, ArrayRef<int64_t> shape,
     t.desc.type = plan::ElemType::F32;
   }
   if (layout == plan::Layout::NHWC)
-    t.desc.channelStride = int8 ? roundUp(t.channels(), 4) : t.channels();
+    t.desc.channelStride = t.packedChannelStride();
   return addTensor(std::move(t));
 }
 
@@ -207,8 +207,7 @@ int GraphLowering::inLayout(int t, plan::Layout want, Location loc) {
   copy.vstrides.clear();
   copy.vbase = 0;
   copy.desc.layout = want;
-  copy.desc.channelStride =
-      toNHWC ? (src.int8 ? roundUp(src.channels(), 4) : src.channels()) : 0;
+  copy.desc.channelStride = toNHWC ? src.packedChannelStride() : 0;
   int res = addTensor(copy);
   converted[key] = res;
   std::string kernel = tensors[t].view ? "strided-copy"

@@ -88,6 +88,17 @@ struct CTensor {
     return desc.type == plan::ElemType::I32 || desc.type == plan::ElemType::I64;
   }
   int64_t channels() const { return desc.shape.size() > 1 ? desc.shape[1] : 1; }
+  /// The channel stride of NHWC data of its own: the channels (int8: in
+  /// whole dwords).
+  int64_t packedChannelStride() const {
+    return int8 ? roundUp(channels(), 4) : channels();
+  }
+  /// Not a channel slice of a wider buffer (planConcatSlices): NHWC with its
+  /// own channel stride, or plain.
+  bool packedChannels() const {
+    return desc.layout != plan::Layout::NHWC ||
+           desc.channelStride == packedChannelStride();
+  }
   /// Pixels (N*H*W, or M for rank 2) of an NHWC tensor.
   int64_t pixels() const {
     int64_t p = desc.shape[0];

@@ -303,7 +303,7 @@ void GraphLowering::planConcatSlices() {
   // takes its Concats out; repeat until nothing changes.
   while (true) {
     llvm::DenseMap<Value, std::pair<int, int64_t>> at; // group, offset
-    llvm::DenseMap<Operation *, std::pair<int, int64_t>> concatAt;
+    llvm::DenseMap<Operation *, int> groupOf; // each Concat's first group
     std::vector<int> parent;
     auto find = [&](int g) {
       while (parent[g] != g)
@@ -322,7 +322,7 @@ void GraphLowering::planConcatSlices() {
       int g = parent.size();
       parent.push_back(g);
       shift.push_back(0);
-      concatAt[op] = {g, 0};
+      groupOf[op] = g;
       int64_t off = 0;
       for (Value v : op->getOperands()) {
         bool onlyCandidates = llvm::all_of(
@@ -357,7 +357,7 @@ void GraphLowering::planConcatSlices() {
         if (rs[i].first < rs[i - 1].second) {
           // Overlapping inputs: the buffer is dropped whole.
           for (Operation *op : candidates)
-            if (find(concatAt[op].first) == root)
+            if (find(groupOf[op]) == root)
               drop.insert(op);
           break;
         }
@@ -367,19 +367,14 @@ void GraphLowering::planConcatSlices() {
         candidates.remove(op);
       continue;
     }
-    // Buffers from 0: each root's lowest offset.
-    std::map<int, int64_t> lowest, highest;
-    for (auto &[root, rs] : ranges)
-      for (auto [lo, hi] : rs) {
-        auto il = lowest.try_emplace(root, lo).first;
-        il->second = std::min(il->second, lo);
-        auto ih = highest.try_emplace(root, hi).first;
-        ih->second = std::max(ih->second, hi);
-      }
+    // Buffers from 0: the ranges are sorted and apart, so a buffer spans
+    // its first range's start to its last one's end.
     std::map<int, int> buffer;
-    for (auto &[root, lo] : lowest) {
+    std::map<int, int64_t> lowest;
+    for (auto &[root, rs] : ranges) {
       buffer[root] = concatBuffers.size();
-      concatBuffers.push_back({highest[root] - lo, -1});
+      lowest[root] = rs.front().first;
+      concatBuffers.push_back({rs.back().second - rs.front().first, -1});
     }
     for (auto &[v, gOff] : at) {
       int root = find(gOff.first);
@@ -998,12 +993,7 @@ LogicalResult GraphLowering::lowerClamp(Operation *op, Value inV, double lo,
   const CTensor &x = tensors[in];
   // Channel slices (planConcatSlices) have wider channel strides: then the
   // loop runs over pixels and channels, else over the storage at once.
-  auto natural = [](const CTensor &t) {
-    return t.desc.layout != plan::Layout::NHWC ||
-           t.desc.channelStride ==
-               (t.int8 ? roundUp(t.channels(), 4) : t.channels());
-  };
-  bool flat = natural(x) && natural(tensors[o]);
+  bool flat = x.packedChannels() && tensors[o].packedChannels();
   int64_t rows = flat ? 1 : x.pixels(),
           count = flat ? x.desc.storedElements() : x.channels();
   addLayer(op, "clamp", x.int8 ? "int8" : "fp32", rows * count > 4096, 0, {in},
@@ -1181,10 +1171,8 @@ LogicalResult GraphLowering::lowerReshape(Operation *op, Value inV) {
   // A Concat's channel slice in a wider buffer (planConcatSlices) is no
   // matrix of packed rows: a product would read the buffer's other channels
   // (stale bytes times zero weights can make NaN). Views copy it instead.
-  bool packed = x.desc.channelStride ==
-                (x.int8 ? roundUp(x.channels(), 4) : x.channels());
   // [N, C, 1, 1] NHWC -> [N, C]: the same bytes.
-  if (!x.view && packed && x.desc.layout == plan::Layout::NHWC &&
+  if (!x.view && x.packedChannels() && x.desc.layout == plan::Layout::NHWC &&
       x.desc.shape.size() == 4 && shape.size() == 2 &&
       x.dim(2) * x.dim(3) == 1 && shape[1] == x.dim(1)) {
     int a = alias(in, nameOf(res), shape);
@@ -1207,7 +1195,7 @@ LogicalResult GraphLowering::lowerReshape(Operation *op, Value inV) {
              constant2D(g.getB());
     return false;
   });
-  if (!x.view && packed && x.desc.layout == plan::Layout::NHWC &&
+  if (!x.view && x.packedChannels() && x.desc.layout == plan::Layout::NHWC &&
       x.desc.shape.size() == 4 && shape.size() == 2 && shape[0] == x.dim(0) &&
       x.dim(0) == 1 && onlyProducts && !res.use_empty()) {
     CTensor v = x;
