@@ -147,6 +147,23 @@ void KB::ifElse(Value cond, llvm::function_ref<void()> then,
     b.create<scf::IfOp>(loc, cond, branch(then));
 }
 
+SmallVector<Value>
+KB::ifElse(Value cond, TypeRange types,
+           llvm::function_ref<SmallVector<Value>()> then,
+           llvm::function_ref<SmallVector<Value>()> otherwise) {
+  auto branch = [&](llvm::function_ref<SmallVector<Value>()> fn) {
+    return [&, fn](OpBuilder &nb, Location) {
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+      b.create<scf::YieldOp>(loc, fn());
+    };
+  };
+  auto op = b.create<scf::IfOp>(loc, cond, branch(then), branch(otherwise));
+  assert(op.getNumResults() == types.size() && "branches yield `types`");
+  (void)types;
+  return SmallVector<Value>(op.getResults());
+}
+
 void KB::loop(Value lb, Value ub, int64_t step,
               llvm::function_ref<void(Value)> body) {
   b.create<scf::ForOp>(loc, lb, ub, c(step), ValueRange{},
@@ -500,6 +517,13 @@ void qatc::codegen::emitDenseConv(KB &k, Isa isa, const DenseConvSpec &s) {
   const bool pointwise = s.KH == 1 && s.KW == 1 && s.SH == 1 && s.SW == 1 &&
                          s.PT == 0 && s.PL == 0 && s.H == s.OH && s.W == s.OW;
   const int64_t inPixelBytes = s.inCS * (s.int8 ? 1 : 4);
+  // A kernel row's taps are adjacent pixels, and a pixel holds exactly its
+  // K steps: the row is one run of KW * KS steps. A row of the 7x7 stem
+  // over 3 channels is one loop of 21 (int8: 7) steps, not 7 loops of 3
+  // (1) that each recompute 6 tap addresses. Rows reaching into the
+  // padding keep the loop per tap.
+  const bool foldRows = !pointwise && s.DW == 1 && s.KW > 1 && s.KW <= s.W &&
+                        KS <= 8 && inPixelBytes == KS * 4;
   auto [begin, end] = k.share(blocks * tiles);
   k.loop(begin, end, 1, [&](Value idx) {
     Value blk = k.div(idx, k.c(tiles));
@@ -531,47 +555,71 @@ void qatc::codegen::emitDenseConv(KB &k, Isa isa, const DenseConvSpec &s) {
           else
             init.push_back(k.splatF(0.f, 16));
         }
+      // `steps` K steps from the MR pixels `px` and the weights at `w`.
+      auto kLoop = [&](ArrayRef<Value> px, Value w, int64_t steps,
+                       ValueRange init) {
+        return k.loop(
+            k.c(0), k.c(steps), 1, init, [&](Value ks, ValueRange a2) {
+              Value kOff = k.mul(ks, k.c(4));
+              SmallVector<Value> av, wv;
+              for (int64_t m = 0; m < mr; ++m)
+                av.push_back(k.splat(
+                    k.load(s.int8 ? k.i32 : k.f32, k.gep(px[m], kOff)), 16));
+              Value wK = k.gep(w, k.mul(ks, k.c(NB * 4)));
+              for (int64_t v = 0; v < s.NV; ++v)
+                wv.push_back(k.load(accType, k.gep(wK, v * 64)));
+              SmallVector<Value> next;
+              for (int64_t m = 0; m < mr; ++m)
+                for (int64_t v = 0; v < s.NV; ++v) {
+                  Value acc = a2[m * s.NV + v];
+                  next.push_back(s.int8 ? emitDot4(k, isa, acc, av[m], wv[v])
+                                        : b.create<vector::FMAOp>(k.loc, av[m],
+                                                                  wv[v], acc));
+                }
+              return next;
+            });
+      };
       SmallVector<Value> accs =
           k.loop(k.c(0), k.c(s.KH), 1, init, [&](Value kh, ValueRange a0) {
-            return k.loop(
-                k.c(0), k.c(s.KW), 1, a0, [&](Value kw, ValueRange a1) {
-                  SmallVector<Value> px;
-                  for (int64_t m = 0; m < mr; ++m) {
-                    if (pointwise) {
-                      px.push_back(
-                          k.at(s.inOff, k.add(p0, k.c(m)), inPixelBytes));
-                      continue;
+            auto perTap = [&] {
+              return k.loop(
+                  k.c(0), k.c(s.KW), 1, a0, [&](Value kw, ValueRange a1) {
+                    SmallVector<Value> px;
+                    for (int64_t m = 0; m < mr; ++m) {
+                      if (pointwise) {
+                        px.push_back(
+                            k.at(s.inOff, k.add(p0, k.c(m)), inPixelBytes));
+                        continue;
+                      }
+                      Value ih = k.add(ih0[m], k.mul(kh, k.c(s.DH)));
+                      Value iw = k.add(iw0[m], k.mul(kw, k.c(s.DW)));
+                      px.push_back(tapPointer(k, s, img[m], ih, iw,
+                                              k.lt(ih, k.c(s.H)), padRow));
                     }
-                    Value ih = k.add(ih0[m], k.mul(kh, k.c(s.DH)));
-                    Value iw = k.add(iw0[m], k.mul(kw, k.c(s.DW)));
-                    px.push_back(tapPointer(k, s, img[m], ih, iw,
-                                            k.lt(ih, k.c(s.H)), padRow));
-                  }
-                  Value tap = k.add(k.mul(kh, k.c(s.KW)), kw);
-                  Value wTap = k.gep(wBlk, k.mul(tap, k.c(KS * NB * 4)));
-                  return k.loop(
-                      k.c(0), k.c(KS), 1, a1, [&](Value ks, ValueRange a2) {
-                        Value kOff = k.mul(ks, k.c(4));
-                        SmallVector<Value> av, wv;
-                        for (int64_t m = 0; m < mr; ++m)
-                          av.push_back(k.splat(k.load(s.int8 ? k.i32 : k.f32,
-                                                      k.gep(px[m], kOff)),
-                                               16));
-                        Value wK = k.gep(wTap, k.mul(ks, k.c(NB * 4)));
-                        for (int64_t v = 0; v < s.NV; ++v)
-                          wv.push_back(k.load(accType, k.gep(wK, v * 64)));
-                        SmallVector<Value> next;
-                        for (int64_t m = 0; m < mr; ++m)
-                          for (int64_t v = 0; v < s.NV; ++v) {
-                            Value acc = a2[m * s.NV + v];
-                            next.push_back(
-                                s.int8 ? emitDot4(k, isa, acc, av[m], wv[v])
-                                       : b.create<vector::FMAOp>(k.loc, av[m],
-                                                                 wv[v], acc));
-                          }
-                        return next;
-                      });
-                });
+                    Value tap = k.add(k.mul(kh, k.c(s.KW)), kw);
+                    Value wTap = k.gep(wBlk, k.mul(tap, k.c(KS * NB * 4)));
+                    return kLoop(px, wTap, KS, a1);
+                  });
+            };
+            if (!foldRows)
+              return perTap();
+            // The whole kernel row of every pixel lies inside the image (an
+            // unsigned compare also rejects negative indices).
+            Value inside;
+            SmallVector<Value> px;
+            for (int64_t m = 0; m < mr; ++m) {
+              Value ih = k.add(ih0[m], k.mul(kh, k.c(s.DH)));
+              Value ok =
+                  k.andi(k.lt(ih, k.c(s.H)), k.lt(iw0[m], k.c(s.W - s.KW + 1)));
+              inside = inside ? k.andi(inside, ok) : ok;
+              Value pixel = k.add(
+                  k.mul(k.add(k.mul(img[m], k.c(s.H)), ih), k.c(s.W)), iw0[m]);
+              px.push_back(k.at(s.inOff, pixel, inPixelBytes));
+            }
+            Value wRow = k.gep(wBlk, k.mul(kh, k.c(s.KW * KS * NB * 4)));
+            return k.ifElse(
+                inside, a0.getTypes(),
+                [&] { return kLoop(px, wRow, s.KW * KS, a0); }, perTap);
           });
       for (int64_t v = 0; v < s.NV; ++v) {
         Value c = k.add(c0, k.c(v * 16));

@@ -299,6 +299,13 @@ CASES = {
     "conv_ic67_oc130_1x1_s2": lambda b: conv_case(b, 67, 130, (7, 7), 1, stride=2),
     "conv_ic1_oc33_7x7_s2": lambda b: conv_case(b, 1, 33, (17, 15), 7, stride=2,
                                                 pads=(3, 3, 3, 3)),
+    # Kernel rows inside the image run as one loop of KW * IC steps (the
+    # stem's 7 x 3), in batches (tiles crossing rows and images) and on a
+    # map exactly one window wide.
+    "conv_stem_ic3_oc64_7x7_s2_batch2": lambda b: conv_case(
+        b, 3, 64, (13, 61), 7, stride=2, pads=(3, 3, 3, 3), n=2),
+    "conv_ic3_oc16_5x5_one_window_wide": lambda b: conv_case(
+        b, 3, 16, (9, 5), 5, pads=(2, 0, 2, 0)),
     "conv_ic6_oc10_dil2": lambda b: conv_case(b, 6, 10, (12, 12), 3, dil=2, pads=(2, 2, 2, 2)),
     "conv_tiny_1x1_map": lambda b: conv_case(b, 9, 21, (1, 1), 3, pads=(1, 1, 1, 1)),
     "conv_tiny_2x3_map": lambda b: conv_case(b, 20, 36, (2, 3), 3, pads=(1, 1, 1, 1),

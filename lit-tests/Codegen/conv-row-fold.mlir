@@ -1,0 +1,44 @@
+// Tests of the dense convolution's folded kernel rows (emitDenseConv): when
+// a kernel row's taps are adjacent pixels that hold exactly the K steps, a
+// row whose taps all lie inside the image is one loop of KW * K steps; a
+// row reaching into the padding keeps the loop per tap, which reads the
+// padding row.
+//
+// RUN: qatc-opt %s --split-input-file --qat-lower --qat-layer-functions=target-cpu=avx512vnni | FileCheck %s
+
+// The 7x7 stride-2 stem over 3 channels: 7 * 3 = 21 steps per row, else 7
+// taps of 3.
+// CHECK-LABEL: func.func @qatc_layer_1(
+// CHECK-SAME: qatc.kernel = "fp32-fma-conv 16x16"
+// CHECK: scf.for %[[KH:.*]] = %{{.*}} to %c7_i64
+// CHECK: scf.if %{{.*}} -> (vector<16xf32>
+// CHECK: %[[ROW:.*]] = arith.constant 21 : i64
+// CHECK: scf.for %{{.*}} = %{{.*}} to %[[ROW]]
+// CHECK: vector.fma
+// CHECK: } else {
+// CHECK: %[[KW:.*]] = arith.constant 7 : i64
+// CHECK: scf.for %{{.*}} = %{{.*}} to %[[KW]]
+// CHECK: %[[STEPS:.*]] = arith.constant 3 : i64
+// CHECK: scf.for %{{.*}} = %{{.*}} to %[[STEPS]]
+// CHECK: vector.fma
+func.func @main(%x: tensor<1x3x16x16xf32>) -> tensor<1x8x8x8xf32> {
+  %w = onnx.Constant dense<0.25> : tensor<8x3x7x7xf32>
+  %b = onnx.Constant dense<0.5> : tensor<8xf32>
+  %c = onnx.Conv(%x, %w, %b) {kernel_shape = array<i64: 7, 7>, strides = array<i64: 2, 2>, pads = array<i64: 3, 3, 3, 3>, dilations = array<i64: 1, 1>} : (tensor<1x3x16x16xf32>, tensor<8x3x7x7xf32>, tensor<8xf32>) -> tensor<1x8x8x8xf32> loc("stem")
+  return %c : tensor<1x8x8x8xf32>
+}
+
+// -----
+
+// 16 channels are 16 steps a tap: the per-tap loop is long enough, and the
+// kernel has no second path.
+// CHECK-LABEL: func.func @qatc_layer_1(
+// CHECK-SAME: qatc.kernel = "fp32-fma-conv 16x16"
+// CHECK-NOT: scf.if
+// CHECK: func.func @qatc_layer_2(
+func.func @main(%x: tensor<1x16x8x8xf32>) -> tensor<1x16x8x8xf32> {
+  %w = onnx.Constant dense<0.25> : tensor<16x16x3x3xf32>
+  %b = onnx.Constant dense<0.5> : tensor<16xf32>
+  %c = onnx.Conv(%x, %w, %b) {kernel_shape = array<i64: 3, 3>, strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>} : (tensor<1x16x8x8xf32>, tensor<16x16x3x3xf32>, tensor<16xf32>) -> tensor<1x16x8x8xf32> loc("conv16")
+  return %c : tensor<1x16x8x8xf32>
+}
