@@ -237,18 +237,32 @@ Value KB::quantize(Value y, float scale, int64_t zp, int64_t qmin,
                   static_cast<float>(qmax - zp));
 }
 
-Value KB::quantizeWide(Value y, float scale, int64_t zp, float lo, float hi,
-                       bool finite) {
+/// `y / scale` clamped to [lo, hi].
+static Value clampedQuotient(KB &k, Value y, float scale, float lo, float hi,
+                             bool finite) {
+  OpBuilder &b = k.b;
   Type t = y.getType();
-  Value q = b.create<arith::DivFOp>(loc, y, floatLike(t, scale));
+  Value q = b.create<arith::DivFOp>(k.loc, y, k.floatLike(t, scale));
   // A finite y needs no NaN handling in the clamp (nor the sign of a zero:
   // it converts to integer 0 either way): plain vmaxps / vminps.
   auto fm = arith::FastMathFlagsAttr::get(b.getContext(),
                                           finite ? arith::FastMathFlags::nnan |
                                                        arith::FastMathFlags::nsz
                                                  : arith::FastMathFlags::none);
-  q = b.create<arith::MaximumFOp>(loc, q, floatLike(t, lo), fm);
-  q = b.create<arith::MinimumFOp>(loc, q, floatLike(t, hi), fm);
+  q = b.create<arith::MaximumFOp>(k.loc, q, k.floatLike(t, lo), fm);
+  return b.create<arith::MinimumFOp>(k.loc, q, k.floatLike(t, hi), fm);
+}
+
+Value KB::roundedQuotient(Value y, float scale, float lo, float hi,
+                          bool finite) {
+  return b.create<math::RoundEvenOp>(
+      loc, clampedQuotient(*this, y, scale, lo, hi, finite));
+}
+
+Value KB::quantizeWide(Value y, float scale, int64_t zp, float lo, float hi,
+                       bool finite) {
+  Type t = y.getType();
+  Value q = clampedQuotient(*this, y, scale, lo, hi, finite);
   Type ti32 = like(t, i32);
   Value qi;
   auto vt = dyn_cast<VectorType>(t);
@@ -425,12 +439,11 @@ void qatc::codegen::emitEpilogue(KB &k, const Epilogue &ep,
   if (ep.hasAct && !actJoins)
     y = clamp(y, ep.actLo, ep.actHi);
   if (ep.midQuant) {
-    Value q = k.quantizeWide(y, ep.midScale, ep.midZp,
-                             static_cast<float>(ep.midQmin - ep.midZp),
-                             static_cast<float>(ep.midQmax - ep.midZp), intAcc);
-    q = b.create<arith::SubIOp>(k.loc, q, k.intLike(q.getType(), ep.midZp));
-    y = b.create<arith::MulFOp>(k.loc, b.create<arith::SIToFPOp>(k.loc, vf, q),
-                                k.splatF(ep.midScale, lanes));
+    // q - zp is a small integer, exact in f32: the round trip stays in f32.
+    Value q = k.roundedQuotient(
+        y, ep.midScale, static_cast<float>(ep.midQmin - ep.midZp),
+        static_cast<float>(ep.midQmax - ep.midZp), intAcc);
+    y = b.create<arith::MulFOp>(k.loc, q, k.splatF(ep.midScale, lanes));
   }
   if (ep.hasResidual) {
     SmallVector<Value> r;

@@ -113,8 +113,7 @@ public:
   static mlir::Type like(mlir::Type like, mlir::Type elem);
   /// QuantizeLinear of f32 `y` (scalar or vector) to the stored domain:
   /// `y / scale`, clamped to [qmin, qmax] - zp, rounded half to even, + zp;
-  /// i8 of y's shape. On AVX-512 vectors the quotient takes three FMA-unit
-  /// instructions instead of vdivps, with the same bits.
+  /// i8 of y's shape.
   mlir::Value quantize(mlir::Value y, float scale, int64_t zp, int64_t qmin,
                        int64_t qmax);
   /// The same with the quotient clamped to [lo, hi] (zero point removed)
@@ -125,6 +124,12 @@ public:
   /// The same as i32 (the stored value, zero point added), not narrowed.
   mlir::Value quantizeWide(mlir::Value y, float scale, int64_t zp, float lo,
                            float hi, bool finite = false);
+  /// `y / scale` clamped to [lo, hi] and rounded half to even, as f32: the
+  /// stored value minus its zero point, for a quantize-dequantize round trip
+  /// that needs no integer (one vrndscaleps, not vcvtps2dq, the zero point
+  /// added and taken away, and vcvtdq2ps).
+  mlir::Value roundedQuotient(mlir::Value y, float scale, float lo, float hi,
+                              bool finite = false);
   /// exp of f32 `x` (a scalar or a vector). On AVX-512 it is Cody-Waite
   /// reduction, Cephes' degree-5 polynomial and vscalefps, about 15
   /// instructions per 16 lanes against about 30 for math.exp's

@@ -113,11 +113,21 @@ func.func @escapes(%x: tensor<1x4x5x5xf32>) -> (tensor<1x4x5x5xf32>, tensor<1x4x
 // dequantizes it and adds the residual (the reference's order), then the
 // Relu and the Add's quantization. The second Add sums two convolutions
 // (a block and its downsampling branch): it joins the later one, whose
-// residual, the earlier one's result, exists by then.
+// residual, the earlier one's result, exists by then. The conv's own
+// quantization round trip stays in f32 (rounded, never converted to an
+// integer); the result's quantization converts.
 // CHECK-LABEL: func.func @qatc_layer_0(
 // CHECK-SAME: qatc.kernel = "quantize"
 // CHECK: func.func @qatc_layer_1(
 // CHECK-SAME: qatc.kernel = "vnni-conv {{[0-9]+}}x{{[0-9]+}} +requantize+add"
+// CHECK: arith.sitofp %{{.*}} : vector<64xi32> to vector<64xf32>
+// CHECK: arith.divf
+// CHECK: %[[MID:.*]] = math.roundeven %{{.*}} : vector<64xf32>
+// CHECK: arith.mulf %[[MID]]
+// CHECK: arith.sitofp %{{.*}} : vector<64xi32> to vector<64xf32>
+// CHECK: arith.addf
+// CHECK: arith.divf
+// CHECK: llvm.x86.avx512.mask.cvtps2dq.512
 // CHECK: func.func @qatc_layer_2(
 // CHECK-SAME: qatc.kernel = "vnni-conv {{[0-9]+}}x{{[0-9]+}}"}
 // CHECK: func.func @qatc_layer_3(
