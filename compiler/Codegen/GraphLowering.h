@@ -557,6 +557,10 @@ private:
                           ArrayRef<int64_t> strides, ArrayRef<int64_t> pads,
                           ArrayRef<int64_t> dilations, bool average = false,
                           bool countPad = false);
+  /// lowerPool's max pooling: per output pixel, the taps' pointers once,
+  /// then 16 channels at a time.
+  LogicalResult lowerMaxPool(Operation *op, int in, int out,
+                             const ConvSpec &window);
   LogicalResult lowerReshape(Operation *op, Value in);
   LogicalResult lowerFloatConv(onnx::ConvOp op);
   LogicalResult lowerGemm(onnx::GemmOp op);

@@ -1076,6 +1076,8 @@ LogicalResult GraphLowering::lowerPool(Operation *op, Value inV,
                               1));
     divOff = addArray(divisor);
   }
+  if (!average)
+    return lowerMaxPool(op, in, o, s);
   addLayer(
       op, average ? "avgpool" : "maxpool", tensors[in].int8 ? "int8" : "fp32",
       true, 0, {in}, {o}, [=](KB &k) {
@@ -1156,6 +1158,90 @@ LogicalResult GraphLowering::lowerPool(Operation *op, Value inV,
                               k.add(k.mul(opix, k.c(O.desc.channelStride)), ch),
                               O.int8 ? 1 : 4));
             });
+          });
+        });
+      });
+  return success();
+}
+
+LogicalResult GraphLowering::lowerMaxPool(Operation *op, int in, int o,
+                                          const ConvSpec &s) {
+  const CTensor &X = tensors[in];
+  int64_t C = tensors[o].channels();
+  // Taps outside the image read a row of the lowest value (-inf, or the
+  // stored u8 0): each output pixel computes its KH * KW tap addresses once,
+  // and its channel loop is a max over KH * KW vector loads, with no test.
+  int64_t lowRow =
+      X.int8
+          ? padRow(true, 0, C)
+          : addArray(std::vector<float>(
+                roundUp(C, 64) + 64, -std::numeric_limits<float>::infinity()));
+  addLayer(
+      op, "maxpool", X.int8 ? "int8" : "fp32", true, 0, {in}, {o}, [=](KB &k) {
+        const CTensor &X = tensors[in], &O = tensors[o];
+        int64_t es = X.int8 ? 1 : 4;
+        OpBuilder &bb = k.b;
+        Value low = k.gep(k.weights, lowRow);
+        auto [b0, e0] = k.share(s.N * s.OH);
+        k.loop(b0, e0, 1, [&](Value r) {
+          Value n = k.div(r, k.c(s.OH)), oh = k.rem(r, k.c(s.OH));
+          k.loop(k.c(0), k.c(s.OW), 1, [&](Value ow) {
+            SmallVector<Value> px;
+            for (int64_t kh = 0; kh < s.KH; ++kh)
+              for (int64_t kw = 0; kw < s.KW; ++kw) {
+                Value ih = k.add(k.mul(oh, k.c(s.SH)), k.c(kh * s.DH - s.PT));
+                Value iw = k.add(k.mul(ow, k.c(s.SW)), k.c(kw * s.DW - s.PL));
+                Value ok = k.andi(k.lt(ih, k.c(s.H)), k.lt(iw, k.c(s.W)));
+                Value pixel =
+                    k.add(k.mul(k.add(k.mul(n, k.c(s.H)), ih), k.c(s.W)), iw);
+                px.push_back(k.select(
+                    ok, k.at(X.desc.offset, pixel, X.desc.channelStride * es),
+                    low));
+              }
+            Value opix =
+                k.add(k.mul(k.add(k.mul(n, k.c(s.OH)), oh), k.c(s.OW)), ow);
+            Value out = k.at(O.desc.offset, opix, O.desc.channelStride * es);
+            // Whole vectors (64 bytes: 64 int8 or 16 f32 channels), then
+            // the remainder under a constant mask.
+            const int64_t lanes = X.int8 ? 64 : 16, whole = C / lanes * lanes;
+            auto vt = VectorType::get({lanes}, X.int8 ? k.i8 : k.f32);
+            auto block = [&](Value c0, int64_t n) {
+              Value off = k.mul(c0, k.c(es));
+              Value mask = n < lanes ? k.prefixMask(lanes, k.c(n)) : Value();
+              Value pass =
+                  X.int8 ? k.splatI(0, lanes, k.i8) : k.splatF(0.f, lanes);
+              auto load = [&](Value p) {
+                return mask ? k.maskedLoad(vt, p, mask, pass) : k.load(vt, p);
+              };
+              // m = v > m ? v : m from -inf: the reference's std::max(m, v)
+              // (a NaN tap is skipped), one vmaxps v, m per tap
+              // (arith.maximumf would propagate NaN, in a dependent chain
+              // of six instructions).
+              Value m = X.int8
+                            ? Value()
+                            : k.splatF(-std::numeric_limits<float>::infinity(),
+                                       lanes);
+              for (Value p : px) {
+                Value v = load(k.gep(p, off));
+                if (!m)
+                  m = v;
+                else if (X.int8)
+                  m = bb.create<arith::MaxUIOp>(k.loc, m, v);
+                else
+                  m = k.select(bb.create<arith::CmpFOp>(
+                                   k.loc, arith::CmpFPredicate::OGT, v, m),
+                               v, m);
+              }
+              if (mask)
+                k.maskedStore(m, k.gep(out, off), mask);
+              else
+                k.store(m, k.gep(out, off));
+            };
+            if (whole)
+              k.loop(k.c(0), k.c(whole), lanes,
+                     [&](Value c0) { block(c0, lanes); });
+            if (C > whole)
+              block(k.c(whole), C - whole);
           });
         });
       });

@@ -114,15 +114,29 @@ def gemm_case(b, m, kk, n):
     return [m, kk], b.act_qdq(y, 0.1), [m, n]
 
 
-def pool_case(b, c, hw, kind, k, stride, pads, count_pad=0):
+def pool_case(b, c, hw, kind, k, stride, pads, count_pad=0, n=1):
     x = b.act_qdq("x", 0.05)
     attrs = dict(kernel_shape=[k, k], strides=[stride, stride], pads=list(pads))
     if kind == "AveragePool":
         attrs["count_include_pad"] = count_pad
     y = b.act_qdq(b.node(kind, [x], **attrs), 0.05)
     h, w = hw
-    return [1, c, h, w], y, [1, c, out_size(h, k, stride, pads[0], pads[2], 1),
+    return [n, c, h, w], y, [n, c, out_size(h, k, stride, pads[0], pads[2], 1),
                               out_size(w, k, stride, pads[1], pads[3], 1)]
+
+
+def maxpool_nan_case(b):
+    """A 3x3 max pool over taps some of which are NaN (the float twin: x
+    plus a constant with NaN at 4 % of its elements): the reference's
+    std::max skips them, and so must the plan."""
+    shape = [1, 21, 9, 11]
+    x = b.act_qdq("x", 0.05)
+    if not b.qdq:
+        c = np.zeros(shape, np.float32)
+        c.flat[b.rng.choice(c.size, c.size // 25, replace=False)] = np.nan
+        x = b.node("Add", [x, b.const("nan", c)])
+    y = b.node("MaxPool", [x], kernel_shape=[3, 3], strides=[1, 1], pads=[1, 1, 1, 1])
+    return shape, b.act_qdq(y, 0.05), shape
 
 
 def broadcast_case(b, shape, other):
@@ -354,6 +368,10 @@ CASES = {
     "avgpool_3x3_s2_pad": lambda b: pool_case(b, 19, (9, 10), "AveragePool", 3, 2, (1, 1, 1, 1)),
     "avgpool_count_pad": lambda b: pool_case(b, 5, (7, 7), "AveragePool", 3, 2, (1, 1, 1, 1), 1),
     "maxpool_3x3_s2": lambda b: pool_case(b, 23, (10, 9), "MaxPool", 3, 2, (0, 1, 1, 0)),
+    # Whole vectors (64 int8 / 16 f32 channels) and a masked remainder.
+    "maxpool_c83_3x3_s1_batch2": lambda b: pool_case(b, 83, (6, 7), "MaxPool", 3, 1,
+                                                     (1, 1, 1, 1), n=2),
+    "maxpool_3x3_nan_taps": maxpool_nan_case,
     "broadcast_channel": lambda b: broadcast_case(b, (1, 21, 5, 6), (1, 21, 1, 1)),
     "broadcast_row": lambda b: broadcast_case(b, (2, 3, 7), (7,)),
     "global_avgpool_rank3": lambda b: global_pool_case(b, (2, 7, 13)),

@@ -66,8 +66,19 @@ def check_model(c, label, model, inp, labelled, work, targets):
         c.qatc("run", plan, "--input", inp, "-o", out, "--dump-tensors", dump)
         got = outputs(out)
         for g, r in zip(got, ref_out):
-            rng = float(r.max() - r.min()) or 1.0
-            err = float(np.abs(g.astype(np.float64) - r).max())
+            g = g.astype(np.float64)
+            # NaN where the reference has a number (or the reverse) fails; a
+            # NaN in the difference would compare false against any limit.
+            nan_diff = int((np.isnan(g) != np.isnan(r)).sum())
+            if nan_diff:
+                c.fail(label, f"{target}: {nan_diff} outputs are NaN in one of "
+                              "the plan and the reference only")
+            finite = ~np.isnan(r)
+            rng = float(np.ptp(r[finite])) if finite.any() else 0.0
+            rng = rng if np.isfinite(rng) and rng else 1.0
+            both = finite & ~np.isnan(g)
+            diff = np.where(g == r, 0.0, np.abs(g - r))[both]
+            err = float(diff.max()) if diff.size else 0.0
             float_model = "float" in os.path.basename(model)
             limit = 1e-4 * max(float(np.abs(r).max()), 1e-6) if float_model \
                 else 0.005 * rng
@@ -96,7 +107,7 @@ def check_model(c, label, model, inp, labelled, work, targets):
             out2 = os.path.join(work, "threads2.npz")
             c.qatc("run", plan, "--input", inp, "-o", out2, "--threads", "2")
             for a, b in zip(got, outputs(out2)):
-                if not np.array_equal(a, b):
+                if not np.array_equal(a, b, equal_nan=True):
                     c.fail(label, "2 threads give other outputs than 1")
             # Deterministic compilation.
             again = os.path.join(work, "again.plan")
