@@ -864,6 +864,18 @@ static void emitDepthwiseColumns(KB &k, Isa isa, const DepthwiseSpec &s) {
   });
 }
 
+SmallVector<Value> qatc::codegen::windowTaps(KB &k, const ConvSpec &s, Value n,
+                                             Value oh, Value ow, Value padRow) {
+  SmallVector<Value> px;
+  for (int64_t kh = 0; kh < s.KH; ++kh)
+    for (int64_t kw = 0; kw < s.KW; ++kw) {
+      Value ih = k.add(k.mul(oh, k.c(s.SH)), k.c(kh * s.DH - s.PT));
+      Value iw = k.add(k.mul(ow, k.c(s.SW)), k.c(kw * s.DW - s.PL));
+      px.push_back(tapPointer(k, s, n, ih, iw, k.lt(ih, k.c(s.H)), padRow));
+    }
+  return px;
+}
+
 void qatc::codegen::emitDepthwise(KB &k, Isa isa, const DepthwiseSpec &s) {
   if (s.int8 && s.columns)
     return emitDepthwiseColumns(k, isa, s);
@@ -880,13 +892,7 @@ void qatc::codegen::emitDepthwise(KB &k, Isa isa, const DepthwiseSpec &s) {
     Value oh = k.rem(idx, k.c(s.OH));
     k.loop(k.c(0), k.c(s.OW), 1, [&](Value ow) {
       // The taps' pointers, shared by every channel block.
-      SmallVector<Value> px;
-      for (int64_t kh = 0; kh < s.KH; ++kh)
-        for (int64_t kw = 0; kw < s.KW; ++kw) {
-          Value ih = k.add(k.mul(oh, k.c(s.SH)), k.c(kh * s.DH - s.PT));
-          Value iw = k.add(k.mul(ow, k.c(s.SW)), k.c(kw * s.DW - s.PL));
-          px.push_back(tapPointer(k, s, n, ih, iw, k.lt(ih, k.c(s.H)), padRow));
-        }
+      SmallVector<Value> px = windowTaps(k, s, n, oh, ow, padRow);
       Value pix = k.add(k.mul(k.add(k.mul(n, k.c(s.OH)), oh), k.c(s.OW)), ow);
       k.loop(k.c(0), k.c(s.C), 16, [&](Value c0) {
         Value mask = k.prefixMask(16, k.sub(k.c(s.C), c0));

@@ -247,6 +247,13 @@ struct DepthwiseSpec : ConvSpec {
 };
 void emitDepthwise(KB &k, Isa isa, const DepthwiseSpec &s);
 
+/// The addresses of the KH * KW taps (row-major) of output pixel (n, oh, ow)
+/// of the window `s` (its input: inOff, inCS, int8); a tap outside the image
+/// points at `padRow`.
+llvm::SmallVector<mlir::Value> windowTaps(KB &k, const ConvSpec &s,
+                                          mlir::Value n, mlir::Value oh,
+                                          mlir::Value ow, mlir::Value padRow);
+
 /// One operand of a strided loop nest: element (i_0, ..., i_r-1) of the
 /// nest is at byte `byteOffset + elemBytes * (offset + sum i_d * strides[d])`
 /// of the arena, or of the weights blob for constants. A stride of 0

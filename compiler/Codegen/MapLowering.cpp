@@ -1180,24 +1180,18 @@ LogicalResult GraphLowering::lowerMaxPool(Operation *op, int in, int o,
       op, "maxpool", X.int8 ? "int8" : "fp32", true, 0, {in}, {o}, [=](KB &k) {
         const CTensor &X = tensors[in], &O = tensors[o];
         int64_t es = X.int8 ? 1 : 4;
+        // The arena offsets are known when the layer is emitted.
+        ConvSpec window = s;
+        window.int8 = X.int8;
+        window.inOff = X.desc.offset;
+        window.inCS = X.desc.channelStride;
         OpBuilder &bb = k.b;
         Value low = k.gep(k.weights, lowRow);
         auto [b0, e0] = k.share(s.N * s.OH);
         k.loop(b0, e0, 1, [&](Value r) {
           Value n = k.div(r, k.c(s.OH)), oh = k.rem(r, k.c(s.OH));
           k.loop(k.c(0), k.c(s.OW), 1, [&](Value ow) {
-            SmallVector<Value> px;
-            for (int64_t kh = 0; kh < s.KH; ++kh)
-              for (int64_t kw = 0; kw < s.KW; ++kw) {
-                Value ih = k.add(k.mul(oh, k.c(s.SH)), k.c(kh * s.DH - s.PT));
-                Value iw = k.add(k.mul(ow, k.c(s.SW)), k.c(kw * s.DW - s.PL));
-                Value ok = k.andi(k.lt(ih, k.c(s.H)), k.lt(iw, k.c(s.W)));
-                Value pixel =
-                    k.add(k.mul(k.add(k.mul(n, k.c(s.H)), ih), k.c(s.W)), iw);
-                px.push_back(k.select(
-                    ok, k.at(X.desc.offset, pixel, X.desc.channelStride * es),
-                    low));
-              }
+            SmallVector<Value> px = windowTaps(k, window, n, oh, ow, low);
             Value opix =
                 k.add(k.mul(k.add(k.mul(n, k.c(s.OH)), oh), k.c(s.OW)), ow);
             Value out = k.at(O.desc.offset, opix, O.desc.channelStride * es);
