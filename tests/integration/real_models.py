@@ -37,7 +37,13 @@ def compare(got, ref):
     """(max |diff| / max |ref|, max |diff| / range(ref), cosine)."""
     g = got.astype(np.float64).ravel()
     r = ref.astype(np.float64).ravel()
-    diff = float(np.abs(g - r).max()) if g.size else 0.0
+    # A NaN on one side only is a failure: its difference would be NaN,
+    # which compares false against any limit.
+    if (np.isnan(g) != np.isnan(r)).any():
+        return float("inf"), float("inf"), -1.0
+    keep = ~np.isnan(r)
+    g, r = g[keep], r[keep]
+    diff = float(np.where(g == r, 0.0, np.abs(g - r)).max()) if g.size else 0.0
     scale = float(np.abs(r).max()) or 1.0
     rng = float(r.max() - r.min()) or 1.0
     denom = float(np.linalg.norm(g) * np.linalg.norm(r))
