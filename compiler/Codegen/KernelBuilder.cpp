@@ -148,9 +148,8 @@ void KB::ifElse(Value cond, llvm::function_ref<void()> then,
 }
 
 SmallVector<Value>
-KB::ifElse(Value cond, TypeRange types,
-           llvm::function_ref<SmallVector<Value>()> then,
-           llvm::function_ref<SmallVector<Value>()> otherwise) {
+KB::ifElseValues(Value cond, llvm::function_ref<SmallVector<Value>()> then,
+                 llvm::function_ref<SmallVector<Value>()> otherwise) {
   auto branch = [&](llvm::function_ref<SmallVector<Value>()> fn) {
     return [&, fn](OpBuilder &nb, Location) {
       OpBuilder::InsertionGuard g(b);
@@ -159,8 +158,6 @@ KB::ifElse(Value cond, TypeRange types,
     };
   };
   auto op = b.create<scf::IfOp>(loc, cond, branch(then), branch(otherwise));
-  assert(op.getNumResults() == types.size() && "branches yield `types`");
-  (void)types;
   return SmallVector<Value>(op.getResults());
 }
 
@@ -482,13 +479,18 @@ namespace {
 /// Output vectors per batched epilogue (epilogueAt).
 constexpr size_t kEpilogueBatch = 4;
 
+/// The address of input pixel (n, ih, iw) of `s`, inside the image.
+Value pixelPointer(KB &k, const ConvSpec &s, Value n, Value ih, Value iw) {
+  Value pixel = k.add(k.mul(k.add(k.mul(n, k.c(s.H)), ih), k.c(s.W)), iw);
+  return k.at(s.inOff, pixel, s.inCS * (s.int8 ? 1 : 4));
+}
+
 /// The address of input pixel (n, ih, iw) of `s`, or of the padding row
 /// when it lies outside the image (`rowOk`: ih is inside).
 Value tapPointer(KB &k, const ConvSpec &s, Value n, Value ih, Value iw,
                  Value rowOk, Value padRow) {
   Value ok = k.andi(rowOk, k.lt(iw, k.c(s.W)));
-  Value pixel = k.add(k.mul(k.add(k.mul(n, k.c(s.H)), ih), k.c(s.W)), iw);
-  return k.select(ok, k.at(s.inOff, pixel, s.inCS * (s.int8 ? 1 : 4)), padRow);
+  return k.select(ok, pixelPointer(k, s, n, ih, iw), padRow);
 }
 
 /// The epilogues of 16 channels from `c` of output pixels `pix` (flat
@@ -625,14 +627,11 @@ void qatc::codegen::emitDenseConv(KB &k, Isa isa, const DenseConvSpec &s) {
               Value ok =
                   k.andi(k.lt(ih, k.c(s.H)), k.lt(iw0[m], k.c(s.W - s.KW + 1)));
               inside = inside ? k.andi(inside, ok) : ok;
-              Value pixel = k.add(
-                  k.mul(k.add(k.mul(img[m], k.c(s.H)), ih), k.c(s.W)), iw0[m]);
-              px.push_back(k.at(s.inOff, pixel, inPixelBytes));
+              px.push_back(pixelPointer(k, s, img[m], ih, iw0[m]));
             }
             Value wRow = k.gep(wBlk, k.mul(kh, k.c(s.KW * KS * NB * 4)));
-            return k.ifElse(
-                inside, a0.getTypes(),
-                [&] { return kLoop(px, wRow, s.KW * KS, a0); }, perTap);
+            return k.ifElseValues(
+                inside, [&] { return kLoop(px, wRow, s.KW * KS, a0); }, perTap);
           });
       for (int64_t v = 0; v < s.NV; ++v) {
         Value c = k.add(c0, k.c(v * 16));

@@ -81,11 +81,12 @@ public:
   /// scf.if cond { then } else { otherwise } (no else when null).
   void ifElse(mlir::Value cond, llvm::function_ref<void()> then,
               llvm::function_ref<void()> otherwise);
-  /// The same yielding values: each branch returns values of `types`.
+  /// scf.if cond { then } else { otherwise }, yielding the values both
+  /// branches return (of the same types): the if's results.
   llvm::SmallVector<mlir::Value>
-  ifElse(mlir::Value cond, mlir::TypeRange types,
-         llvm::function_ref<llvm::SmallVector<mlir::Value>()> then,
-         llvm::function_ref<llvm::SmallVector<mlir::Value>()> otherwise);
+  ifElseValues(mlir::Value cond,
+               llvm::function_ref<llvm::SmallVector<mlir::Value>()> then,
+               llvm::function_ref<llvm::SmallVector<mlir::Value>()> otherwise);
 
   /// for (iv = lb; iv < ub; iv += step) body(iv)
   void loop(mlir::Value lb, mlir::Value ub, int64_t step,

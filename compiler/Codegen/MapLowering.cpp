@@ -1044,43 +1044,36 @@ LogicalResult GraphLowering::lowerPool(Operation *op, Value inV,
                          "data; this one pools integers");
   int in = inLayout(tensorOf(inV), plan::Layout::NHWC, op->getLoc());
   int o = resultTensor(op->getResult(0), plan::Layout::NHWC);
-  if (!average && tensors[in].int8 &&
-      (tensors[o].zp != tensors[in].zp ||
-       tensors[o].scale != tensors[in].scale))
-    return op->emitError("an int8 max pool keeps its input's quantization");
   ConvSpec s;
   setWindow(s, tensors[in].desc.shape, tensors[o].desc.shape, kernel[0],
             kernel[1], strides, pads, dilations);
+  if (!average)
+    return lowerMaxPool(op, in, o, s);
   int64_t C = tensors[o].channels();
   // The divisor of every output position (ONNX: the taps inside the input,
   // or inside the padded input with count_include_pad).
-  int64_t divOff = -1;
-  if (average) {
-    std::vector<float> divisor(s.OH * s.OW);
-    int64_t PB = pads.size() > 2 ? pads[2] : s.PT,
-            PR = pads.size() > 3 ? pads[3] : s.PL;
-    auto taps = [&](int64_t o, int64_t S, int64_t P, int64_t K, int64_t D,
-                    int64_t in, int64_t padEnd) {
-      int64_t n = 0;
-      for (int64_t t = 0; t < K; ++t) {
-        int64_t i = o * S - P + t * D;
-        n += countPad ? (i < in + padEnd) : (i >= 0 && i < in);
-      }
-      return n;
-    };
-    for (int64_t oh = 0; oh < s.OH; ++oh)
-      for (int64_t ow = 0; ow < s.OW; ++ow)
-        divisor[oh * s.OW + ow] = static_cast<float>(
-            std::max<int64_t>(taps(oh, s.SH, s.PT, s.KH, s.DH, s.H, PB) *
-                                  taps(ow, s.SW, s.PL, s.KW, s.DW, s.W, PR),
-                              1));
-    divOff = addArray(divisor);
-  }
-  if (!average)
-    return lowerMaxPool(op, in, o, s);
+  std::vector<float> divisor(s.OH * s.OW);
+  int64_t PB = pads.size() > 2 ? pads[2] : s.PT,
+          PR = pads.size() > 3 ? pads[3] : s.PL;
+  auto taps = [&](int64_t o, int64_t S, int64_t P, int64_t K, int64_t D,
+                  int64_t in, int64_t padEnd) {
+    int64_t n = 0;
+    for (int64_t t = 0; t < K; ++t) {
+      int64_t i = o * S - P + t * D;
+      n += countPad ? (i < in + padEnd) : (i >= 0 && i < in);
+    }
+    return n;
+  };
+  for (int64_t oh = 0; oh < s.OH; ++oh)
+    for (int64_t ow = 0; ow < s.OW; ++ow)
+      divisor[oh * s.OW + ow] = static_cast<float>(
+          std::max<int64_t>(taps(oh, s.SH, s.PT, s.KH, s.DH, s.H, PB) *
+                                taps(ow, s.SW, s.PL, s.KW, s.DW, s.W, PR),
+                            1));
+  int64_t divOff = addArray(divisor);
   addLayer(
-      op, average ? "avgpool" : "maxpool", tensors[in].int8 ? "int8" : "fp32",
-      true, 0, {in}, {o}, [=](KB &k) {
+      op, "avgpool", tensors[in].int8 ? "int8" : "fp32", true, 0, {in}, {o},
+      [=](KB &k) {
         const CTensor &X = tensors[in], &O = tensors[o];
         int64_t es = X.int8 ? 1 : 4;
         Type et = X.int8 ? Type(k.i8) : Type(k.f32);
@@ -1090,13 +1083,7 @@ LogicalResult GraphLowering::lowerPool(Operation *op, Value inV,
           Value n = k.div(r, k.c(s.OH)), oh = k.rem(r, k.c(s.OH));
           k.loop(k.c(0), k.c(s.OW), 1, [&](Value ow) {
             k.loop(k.c(0), k.c(C), 1, [&](Value ch) {
-              Value m;
-              if (average)
-                m = k.cf(0.f);
-              else
-                m = X.int8 ? bb.create<arith::ConstantIntOp>(k.loc, 0, 8)
-                                 .getResult()
-                           : k.cf(-std::numeric_limits<float>::infinity());
+              Value m = k.cf(0.f);
               for (int64_t kh = 0; kh < s.KH; ++kh)
                 for (int64_t kw = 0; kw < s.KW; ++kw) {
                   Value ih = k.add(k.mul(oh, k.c(s.SH)), k.c(kh * s.DH - s.PT));
@@ -1112,46 +1099,33 @@ LogicalResult GraphLowering::lowerPool(Operation *op, Value inV,
                       k.at(X.desc.offset,
                            k.add(k.mul(pixel, k.c(X.desc.channelStride)), ch),
                            es));
-                  Value next;
-                  if (average) {
-                    if (X.int8) // q - z, exact in f32
-                      v = bb.create<arith::SIToFPOp>(
-                          k.loc, k.f32,
-                          bb.create<arith::SubIOp>(
-                              k.loc, bb.create<arith::ExtUIOp>(k.loc, k.i32, v),
-                              bb.create<arith::ConstantIntOp>(k.loc, X.zp,
-                                                              32)));
-                    next = bb.create<arith::AddFOp>(k.loc, m, v);
-                  } else {
-                    next =
-                        X.int8
-                            ? bb.create<arith::MaxUIOp>(k.loc, m, v).getResult()
-                            : bb.create<arith::MaximumFOp>(k.loc, m, v)
-                                  .getResult();
-                  }
-                  m = k.select(ok, next, m);
+                  if (X.int8) // q - z, exact in f32
+                    v = bb.create<arith::SIToFPOp>(
+                        k.loc, k.f32,
+                        bb.create<arith::SubIOp>(
+                            k.loc, bb.create<arith::ExtUIOp>(k.loc, k.i32, v),
+                            bb.create<arith::ConstantIntOp>(k.loc, X.zp, 32)));
+                  m = k.select(ok, bb.create<arith::AddFOp>(k.loc, m, v), m);
                 }
-              if (average) {
-                Value d = k.load(
-                    k.f32,
-                    k.weightsAt(divOff, k.add(k.mul(oh, k.c(s.OW)), ow), 4));
-                if (X.int8) {
-                  // As the reference: the mean in double, times the scale.
-                  FloatType f64 = bb.getF64Type();
-                  Value md = bb.create<arith::DivFOp>(
-                      k.loc, bb.create<arith::ExtFOp>(k.loc, f64, m),
-                      bb.create<arith::ExtFOp>(k.loc, f64, d));
-                  md = bb.create<arith::MulFOp>(
-                      k.loc, md,
-                      bb.create<arith::ConstantFloatOp>(
-                          k.loc, llvm::APFloat(X.desc.scale), f64));
-                  m = bb.create<arith::TruncFOp>(k.loc, k.f32, md);
-                } else {
-                  m = bb.create<arith::DivFOp>(k.loc, m, d);
-                }
-                if (O.int8)
-                  m = k.quantize(m, O.scale, O.zp, O.qmin, O.qmax);
+              Value d = k.load(
+                  k.f32,
+                  k.weightsAt(divOff, k.add(k.mul(oh, k.c(s.OW)), ow), 4));
+              if (X.int8) {
+                // As the reference: the mean in double, times the scale.
+                FloatType f64 = bb.getF64Type();
+                Value md = bb.create<arith::DivFOp>(
+                    k.loc, bb.create<arith::ExtFOp>(k.loc, f64, m),
+                    bb.create<arith::ExtFOp>(k.loc, f64, d));
+                md = bb.create<arith::MulFOp>(
+                    k.loc, md,
+                    bb.create<arith::ConstantFloatOp>(
+                        k.loc, llvm::APFloat(X.desc.scale), f64));
+                m = bb.create<arith::TruncFOp>(k.loc, k.f32, md);
+              } else {
+                m = bb.create<arith::DivFOp>(k.loc, m, d);
               }
+              if (O.int8)
+                m = k.quantize(m, O.scale, O.zp, O.qmin, O.qmax);
               Value opix =
                   k.add(k.mul(k.add(k.mul(n, k.c(s.OH)), oh), k.c(s.OW)), ow);
               k.store(m, k.at(O.desc.offset,
@@ -1167,6 +1141,8 @@ LogicalResult GraphLowering::lowerPool(Operation *op, Value inV,
 LogicalResult GraphLowering::lowerMaxPool(Operation *op, int in, int o,
                                           const ConvSpec &s) {
   const CTensor &X = tensors[in];
+  if (X.int8 && (tensors[o].zp != X.zp || tensors[o].scale != X.scale))
+    return op->emitError("an int8 max pool keeps its input's quantization");
   int64_t C = tensors[o].channels();
   // Taps outside the image read a row of the lowest value (-inf, or the
   // stored u8 0): each output pixel computes its KH * KW tap addresses once,

@@ -7,6 +7,21 @@ import subprocess
 TIMEOUT = 1800
 
 
+def nan_aware_diff(got, ref):
+    """Compares two float arrays of one shape: (how many elements are NaN
+    in one only, max |got - ref| over the elements that are numbers in both,
+    with equal values (infinities too) differing by 0, and the mask of those
+    elements). A NaN left in the difference would compare false against any
+    limit, so a plan writing NaN where the reference has a number passed."""
+    import numpy as np  # only the numerical checks need it
+    g, r = got.astype(np.float64), ref.astype(np.float64)
+    one_side = int((np.isnan(g) != np.isnan(r)).sum())
+    both = ~np.isnan(g) & ~np.isnan(r)
+    with np.errstate(invalid="ignore"):  # inf - inf, replaced by 0
+        diff = np.where(g == r, 0.0, np.abs(g - r))[both]
+    return one_side, float(diff.max()) if diff.size else 0.0, both
+
+
 def run(cmd, timeout=TIMEOUT):
     """Runs `cmd`; returns (exit code, stdout, stderr)."""
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)

@@ -15,7 +15,7 @@ import sys
 
 import numpy as np
 
-from harness import Checker, manifest_models, run
+from harness import Checker, manifest_models, nan_aware_diff, run
 from ort_differential import load_outputs  # noqa: E402
 from qat_lowering import seeded_inputs  # noqa: E402
 
@@ -66,19 +66,13 @@ def check_model(c, label, model, inp, labelled, work, targets):
         c.qatc("run", plan, "--input", inp, "-o", out, "--dump-tensors", dump)
         got = outputs(out)
         for g, r in zip(got, ref_out):
-            g = g.astype(np.float64)
-            # NaN where the reference has a number (or the reverse) fails; a
-            # NaN in the difference would compare false against any limit.
-            nan_diff = int((np.isnan(g) != np.isnan(r)).sum())
+            nan_diff, err, _ = nan_aware_diff(g, r)
             if nan_diff:
                 c.fail(label, f"{target}: {nan_diff} outputs are NaN in one of "
                               "the plan and the reference only")
             finite = ~np.isnan(r)
             rng = float(np.ptp(r[finite])) if finite.any() else 0.0
             rng = rng if np.isfinite(rng) and rng else 1.0
-            both = finite & ~np.isnan(g)
-            diff = np.where(g == r, 0.0, np.abs(g - r))[both]
-            err = float(diff.max()) if diff.size else 0.0
             float_model = "float" in os.path.basename(model)
             limit = 1e-4 * max(float(np.abs(r).max()), 1e-6) if float_model \
                 else 0.005 * rng
