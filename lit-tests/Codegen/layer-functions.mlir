@@ -1,7 +1,7 @@
 // Tests of --qat-layer-functions: the graph after --qat-lower becomes one
 // function per layer (arena, weights, tid, nthreads), each located at its
-// ONNX node; the int8 convolution calls vpdpbusd on AVX-512 VNNI and widens
-// to i32 on AVX2 (never vpmaddubsw).
+// ONNX node; the int8 convolution calls vpdpbusd on AVX-512 VNNI and, on
+// AVX2, widens to i16 for vpmaddwd (never vpmaddubsw, which saturates).
 //
 // RUN: qatc-opt %s --qat-lower --qat-layer-functions=target-cpu=avx512vnni --mlir-print-debuginfo | FileCheck %s
 // RUN: qatc-opt %s --qat-lower --qat-layer-functions=target-cpu=avx2 | FileCheck %s --check-prefix=AVX2
@@ -21,7 +21,8 @@
 // AVX2: func.func @qatc_layer_1(
 // AVX2-NOT: vpdpbusd
 // AVX2-NOT: pmaddubs
-// AVX2: arith.extsi {{.*}} : vector<64xi8> to vector<64xi32>
+// AVX2: arith.extsi {{.*}} : vector<64xi8> to vector<64xi16>
+// AVX2: llvm.call_intrinsic "llvm.x86.avx2.pmadd.wd"
 
 // BAD: error: unknown --target-cpu 'pentium'
 
