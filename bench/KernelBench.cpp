@@ -3,10 +3,13 @@
 // Google Benchmark over the layer functions qatc emits: each case is a
 // one-convolution (or one-Gemm) ONNX model, Q/DQ int8 or fp32, written as
 // ONNX text, compiled with `qatc compile` for the host, loaded with the
-// runtime, and its convolution layer called directly on one thread (the
-// quantize / layout layers around it are not timed). Counters: GOPS (2 ops
-// per multiply-accumulate) and % of the single-core peak of the host's best
-// int8 unit or its FMA units, measured (rt::measureHostPeak).
+// runtime, and its convolution's layers (an AMX convolution's relayout
+// included) called directly on one thread (the quantize / layout layers
+// around them are not timed). On an AMX host each int8 case also runs
+// compiled for avx512vnni (".../vnni"), the kernels AMX replaces. Counters:
+// GOPS (2 ops per multiply-accumulate) and % of the single-core peak of the
+// host's best int8 unit (AMX where the host has it) or its FMA units
+// (rt::measureHostPeak).
 //
 //   build/bin/qatc-kernel-bench [--benchmark_filter=int8]
 //
@@ -131,7 +134,7 @@ std::string onnxText(const Case &c) {
   return os.str();
 }
 
-void runCase(benchmark::State &state, const Case &c) {
+void runCase(benchmark::State &state, const Case &c, const char *target) {
   std::string dir =
       std::string(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp");
   std::string base = dir + "/qatc-kernel-bench-" + std::to_string(getpid());
@@ -141,7 +144,8 @@ void runCase(benchmark::State &state, const Case &c) {
     f << onnxText(c);
   }
   std::string cmd = std::string("'") + QATC_EXECUTABLE + "' compile '" + model +
-                    "' -o '" + planPath + "' 2>/dev/null";
+                    "' --target-cpu " + target + " -o '" + planPath +
+                    "' 2>/dev/null";
   int rc = std::system(cmd.c_str());
   std::remove(model.c_str());
   std::string error;
@@ -164,10 +168,15 @@ void runCase(benchmark::State &state, const Case &c) {
   std::vector<uint8_t> arenaStorage(m.arenaBytes + 128, 1);
   auto *arena = reinterpret_cast<uint8_t *>(
       (reinterpret_cast<uintptr_t>(arenaStorage.data()) + 63) & ~uintptr_t(63));
-  qatc::plan::LayerFn fn = plan->layerFunction(layer);
+  // The compute layer and the layers of the same node before it (an AMX
+  // convolution's relayout).
+  std::vector<qatc::plan::LayerFn> fns;
+  for (int i = layer; i >= 0 && m.layers[i].node == m.layers[layer].node; --i)
+    fns.insert(fns.begin(), plan->layerFunction(i));
   auto t0 = std::chrono::steady_clock::now();
   for (auto _ : state) {
-    fn(arena, plan->weights(), 0, 1);
+    for (qatc::plan::LayerFn fn : fns)
+      fn(arena, plan->weights(), 0, 1);
     benchmark::ClobberMemory();
   }
   double seconds =
@@ -185,10 +194,17 @@ void runCase(benchmark::State &state, const Case &c) {
 }
 
 int registerAll() {
-  for (const Case &c : kCases)
+  bool amx = qatc::plan::hostFeatures() & qatc::plan::kFeatAMXINT8;
+  for (const Case &c : kCases) {
     benchmark::RegisterBenchmark(c.name, [&c](benchmark::State &s) {
-      runCase(s, c);
+      runCase(s, c, "host");
     })->Unit(benchmark::kMicrosecond);
+    if (amx && c.int8)
+      benchmark::RegisterBenchmark(
+          (std::string(c.name) + "/vnni").c_str(),
+          [&c](benchmark::State &s) { runCase(s, c, "avx512vnni"); })
+          ->Unit(benchmark::kMicrosecond);
+  }
   return 0;
 }
 int registered = registerAll();

@@ -16,6 +16,11 @@
 #include <set>
 #include <sstream>
 
+#if defined(__linux__) && defined(__x86_64__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
 namespace qatc::plan {
 
 namespace {
@@ -29,6 +34,7 @@ constexpr FeatureName kFeatureNames[] = {
     {kFeatAVX512F, "avx512f"},   {kFeatAVX512BW, "avx512bw"},
     {kFeatAVX512VL, "avx512vl"}, {kFeatAVX512VNNI, "avx512vnni"},
     {kFeatAVXVNNI, "avxvnni"},   {kFeatAVX512DQ, "avx512dq"},
+    {kFeatAMXTILE, "amx-tile"},  {kFeatAMXINT8, "amx-int8"},
 };
 
 uint64_t mix(uint64_t h) {
@@ -199,6 +205,10 @@ std::string featureNames(uint64_t mask) {
   return s.empty() ? "none" : s;
 }
 
+#if defined(__x86_64__) || defined(__i386__)
+static bool cpuHasAmx();
+#endif
+
 uint64_t hostFeatures() {
   uint64_t m = 0;
 #if defined(__x86_64__) || defined(__i386__)
@@ -222,8 +232,48 @@ uint64_t hostFeatures() {
   __asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(7), "c"(1));
   if (a & (1u << 4))
     m |= kFeatAVXVNNI;
+  if (cpuHasAmx() && amxUnavailableReason().empty())
+    m |= kFeatAMXTILE | kFeatAMXINT8;
 #endif
   return m;
+}
+
+#if defined(__x86_64__) || defined(__i386__)
+static bool cpuHasAmx() {
+  // CPUID leaf 7 subleaf 0: EDX bit 24 AMX-TILE, bit 25 AMX-INT8.
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  __asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(7), "c"(0));
+  return (d & (1u << 24)) && (d & (1u << 25));
+}
+#endif
+
+std::string amxUnavailableReason() {
+#if defined(__linux__) && defined(__x86_64__)
+  // Asked once per process: Linux grants the tile data (XFEATURE 18) to the
+  // whole process, and every thread made after may use it.
+  static const std::string reason = [] {
+    if (!cpuHasAmx())
+      return std::string("this CPU has no AMX");
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    __asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(1), "c"(0));
+    if (!(c & (1u << 27))) // OSXSAVE
+      return std::string("the OS does not enable XSAVE");
+    unsigned lo = 0, hi = 0;
+    __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    // XCR0 bits 17 (XTILECFG) and 18 (XTILEDATA).
+    if ((lo & (3u << 17)) != (3u << 17))
+      return std::string("the OS does not save AMX tile state (XCR0)");
+    constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+    if (syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) != 0)
+      return "Linux refused this process the AMX tile data "
+             "(arch_prctl(ARCH_REQ_XCOMP_PERM): " +
+             std::string(std::strerror(errno)) + ")";
+    return std::string();
+  }();
+  return reason;
+#else
+  return "AMX plans run on Linux x86-64 only";
+#endif
 }
 
 uint64_t checksum(const uint8_t *data, size_t size, size_t skipOffset,

@@ -43,7 +43,7 @@ LogicalResult GraphLowering::linearEpilogue(OpTy op, const CTensor &x,
 }
 
 void GraphLowering::chooseTile(DenseConvSpec &s) const {
-  bool avx512 = target.isa == Isa::AVX512VNNI;
+  bool avx512 = hasAvx512(target.isa);
   // The widest tile whose channel blocks waste little: OC = 96 takes two
   // blocks of 48 (NV = 3), not 64 + 32 of 128.
   auto useful = [&](int64_t nv) {
@@ -100,18 +100,214 @@ DenseConvSpec GraphLowering::packDense(
 }
 
 std::string GraphLowering::denseKernelName(const DenseConvSpec &s) const {
-  std::string isaName = s.int8 ? (target.isa == Isa::AVX512VNNI ? "vnni"
-                                  : target.isa == Isa::AVXVNNI  ? "avxvnni"
+  std::string isaName = s.int8 ? (hasAvx512(target.isa)        ? "vnni"
+                                  : target.isa == Isa::AVXVNNI ? "avxvnni"
                                                                : "int8-generic")
                                : "fp32-fma";
   return isaName + "-conv " + std::to_string(s.MR) + "x" +
          std::to_string(s.NV * 16) + s.ep.chainName;
 }
 
+bool GraphLowering::amxConv(
+    Operation *op, const DenseConvSpec &s, int in, int outT,
+    std::function<double(int64_t, int64_t, int64_t, int64_t)> weightAt,
+    int residual) {
+  auto ceilDiv = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
+  // Bytes of one tap: the input channels in whole dwords.
+  const int64_t xc = roundUp(s.IC, 4), P = s.N * s.OH * s.OW;
+  // One output row (a Gemm at batch 1) uses 1/16 of each tile: the VNNI
+  // kernel is faster there (ResNet-50's 2048 x 1000 fc: 43 against 68 us).
+  if (P < 2)
+    return false;
+  const int64_t colTiles = ceilDiv(s.OC, 16);
+  AmxSpec a;
+  a.OC = s.OC;
+  a.NT = colTiles >= 2 ? 2 : 1;
+  const int64_t colBlocks = ceilDiv(colTiles, a.NT);
+
+  // The taps of stride 1 without leading padding are rows of the input
+  // itself; otherwise of a relayout: the padded input split into the
+  // stride's phases, where every tap of output row v is row v + offset.
+  const bool inPlace = s.SH == 1 && s.SW == 1 && s.PT == 0 && s.PL == 0 &&
+                       s.H >= s.OH + (s.KH - 1) * s.DH &&
+                       s.W >= s.OW + (s.KW - 1) * s.DW;
+  const int64_t Hq = inPlace ? s.H : s.OH + (s.KH - 1) * s.DH / s.SH;
+  const int64_t Wq = inPlace ? s.W : s.OW + (s.KW - 1) * s.DW / s.SW;
+  const int64_t pixelBytes = inPlace ? s.inCS : xc;
+  const int64_t gridRows = ((s.N - 1) * Hq + s.OH - 1) * Wq + s.OW;
+  // A kernel row's taps are adjacent pixels of the same phase along W: one
+  // group when that takes fewer 64-byte K chunks than a group per tap.
+  const bool fold = s.SW == 1 && s.DW == 1 && pixelBytes == xc && s.KW > 1 &&
+                    ceilDiv(s.KW * xc, 64) < s.KW * ceilDiv(xc, 64);
+  const int64_t tapsPerGroup = fold ? s.KW : 1;
+  const int64_t gridChunks = ceilDiv(tapsPerGroup * xc, 64);
+  const int64_t gridGroups = s.KH * s.KW / tapsPerGroup;
+  // Im2col: one row of every tap per output pixel.
+  const int64_t im2colBytes = roundUp(s.KH * s.KW * xc, 64);
+  // Cycles, roughly: four tdpbusd (64 cycles) per 32 rows, 32 channels and
+  // 64 bytes of K; about 2 cycles per 64 bytes a relayout writes.
+  auto tileCycles = [&](int64_t rows, int64_t chunks) {
+    return double(ceilDiv(rows, 32)) * chunks * colBlocks * 64;
+  };
+  std::vector<std::pair<int64_t, int64_t>> phases;
+  for (int64_t kh = 0; kh < s.KH; ++kh)
+    for (int64_t kw = 0; kw < s.KW; ++kw) {
+      std::pair<int64_t, int64_t> ph = {kh * s.DH % s.SH, kw * s.DW % s.SW};
+      if (llvm::find(phases, ph) == phases.end())
+        phases.push_back(ph);
+    }
+  const int64_t gridBytes =
+      inPlace ? 0 : int64_t(phases.size()) * s.N * Hq * Wq * xc;
+  double gridCost =
+      tileCycles(gridRows, gridGroups * gridChunks) + gridBytes / 64.0 * 2;
+  double im2colCost =
+      tileCycles(P, im2colBytes / 64) + double(P) * im2colBytes / 64.0 * 2;
+  const bool im2col = s.KH * s.KW > 1 && im2colCost < gridCost;
+
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> groups;
+  if (im2col) {
+    a.M = P;
+    a.aStride = im2colBytes;
+    a.chunks = im2colBytes / 64;
+    groups.emplace_back();
+    for (int64_t kh = 0; kh < s.KH; ++kh)
+      for (int64_t kw = 0; kw < s.KW; ++kw)
+        groups.back().push_back({kh, kw});
+    a.groupOffsets = {0};
+  } else {
+    a.M = gridRows;
+    a.aStride = pixelBytes;
+    a.chunks = gridChunks;
+    a.grid = !(Hq == s.OH && Wq == s.OW);
+    a.Hq = Hq;
+    a.Wq = Wq;
+    a.OH = s.OH;
+    a.OW = s.OW;
+    a.groupOffsets.clear();
+    for (int64_t kh = 0; kh < s.KH; ++kh)
+      for (int64_t kw = 0; kw < s.KW; kw += tapsPerGroup) {
+        std::vector<std::pair<int64_t, int64_t>> taps;
+        for (int64_t t = 0; t < tapsPerGroup; ++t)
+          taps.push_back({kh, kw + t});
+        groups.push_back(taps);
+        int64_t ph = llvm::find(phases, std::make_pair(kh * s.DH % s.SH,
+                                                       kw * s.DW % s.SW)) -
+                     phases.begin();
+        a.groupOffsets.push_back(ph * s.N * Hq * Wq * xc +
+                                 (kh * s.DH / s.SH * Wq + kw * s.DW / s.SW) *
+                                     pixelBytes);
+      }
+  }
+  a.MT = a.M > 16 ? 2 : 1;
+  const int64_t G = groups.size();
+
+  // Weights [block][group][chunk][tile][16 dwords][16 channels][4 bytes].
+  std::vector<int8_t> packed(colBlocks * G * a.chunks * a.NT * 1024, 0);
+  for (int64_t oc = 0; oc < s.OC; ++oc) {
+    int64_t cb = oc / 16 / a.NT, j = oc / 16 % a.NT, n = oc % 16;
+    for (int64_t g = 0; g < G; ++g)
+      for (size_t t = 0; t < groups[g].size(); ++t)
+        for (int64_t ic = 0; ic < s.IC; ++ic) {
+          int64_t kk = int64_t(t) * xc + ic;
+          int64_t at = ((((cb * G + g) * a.chunks + kk / 64) * a.NT + j) * 16 +
+                        kk % 64 / 4) *
+                           64 +
+                       n * 4 + kk % 4;
+          packed[at] = static_cast<int8_t>(
+              weightAt(oc, ic, groups[g][t].first, groups[g][t].second));
+        }
+  }
+  a.weightOff = addArray(packed);
+  a.corrOff = s.corrOff;
+  // Palette 1; every tile 16 rows of 64 bytes (colsb at 16, rows at 48).
+  std::vector<uint8_t> cfg(64, 0);
+  cfg[0] = 1;
+  for (int t = 0; t < 8; ++t) {
+    cfg[16 + 2 * t] = 64;
+    cfg[48 + t] = 16;
+  }
+  a.cfgOff = addArray(cfg);
+
+  // The farthest byte a tile load reads: past the last real row (whole
+  // blocks of rows) and past the last tap's K (whole chunks).
+  int64_t farthest = *llvm::max_element(a.groupOffsets) +
+                     (a.rowBlocks() * 16 * a.MT - 1) * a.aStride +
+                     a.chunks * 64;
+  const bool relayout = im2col || !inPlace;
+  int x = in;
+  std::string what = im2col    ? "im2col"
+                     : inPlace ? "in place"
+                               : std::to_string(phases.size()) + " phase" +
+                                     (phases.size() > 1 ? "s" : "");
+  if (relayout) {
+    int64_t bytes = std::max(im2col ? P * im2colBytes : gridBytes, farthest);
+    x = newIntTensor(nameOf(op->getResult(0)) + " (amx rows)",
+                     {roundUp(bytes, 64) / 4}, plan::ElemType::I32);
+    AmxRelayoutSpec r;
+    r.N = s.N;
+    r.H = s.H;
+    r.W = s.W;
+    r.SH = s.SH;
+    r.SW = s.SW;
+    r.PT = s.PT;
+    r.PL = s.PL;
+    r.Hq = Hq;
+    r.Wq = Wq;
+    r.inCS = s.inCS;
+    r.xc = xc;
+    r.phases = phases;
+    r.im2col = im2col;
+    r.OH = s.OH;
+    r.OW = s.OW;
+    r.KH = s.KH;
+    r.KW = s.KW;
+    r.DH = s.DH;
+    r.DW = s.DW;
+    r.rowBytes = im2colBytes;
+    r.padRowOff = s.padRowOff;
+    addLayer(op, "amx-" + (im2col ? what : "relayout " + what), "int8",
+             bytes > 32768, 0, {in}, {x}, [=](KB &k) {
+               AmxRelayoutSpec spec = r;
+               ConvSpec c;
+               bindConv(c, in, outT, -1);
+               spec.inOff = c.inOff;
+               spec.outOff = tensors[x].desc.offset;
+               emitAmxRelayout(k, spec);
+             });
+  } else {
+    // Tile loads read past the input's last pixel.
+    storages[tensors[in].storage].bytes +=
+        std::max<int64_t>(0, farthest - s.N * s.H * s.W * s.inCS) + 64;
+  }
+  a.outCS = s.outCS;
+  a.ep = s.ep;
+  std::vector<int> ins = {x};
+  if (residual >= 0)
+    ins.push_back(residual);
+  int64_t macs = s.N * s.OH * s.OW * s.OC * s.KH * s.KW * s.IC;
+  std::string kernel = "amx-conv " + std::to_string(16 * a.MT) + "x" +
+                       std::to_string(16 * a.NT) + " " + std::to_string(G) +
+                       "x" + std::to_string(a.chunks) + " k-tiles (" + what +
+                       ")" + s.ep.chainName;
+  addLayer(op, kernel, "int8", macs > 50000, macs, ins, {outT}, [=](KB &k) {
+    ConvSpec c = s;
+    bindConv(c, in, outT, residual);
+    AmxSpec spec = a;
+    spec.aOff = relayout ? tensors[x].desc.offset : c.inOff;
+    spec.outOff = c.outOff;
+    spec.ep = c.ep;
+    emitAmxConv(k, spec);
+  });
+  return true;
+}
+
 LogicalResult GraphLowering::denseConv(
     Operation *op, DenseConvSpec s, int in, int outT,
     std::function<double(int64_t, int64_t, int64_t, int64_t)> weightAt,
     int residual) {
+  if (s.int8 && target.isa == Isa::AMX && !s.packedInArena && !s.KC &&
+      amxConv(op, s, in, outT, weightAt, residual))
+    return success();
   s = packDense(s, weightAt);
   std::string kernel = denseKernelName(s);
   std::vector<int> ins = {in};
@@ -213,9 +409,9 @@ LogicalResult GraphLowering::lowerConv(Operation *op, bool int8, int in, int o,
   Isa isa = target.isa;
   // Tile: output pixels x channels.
   std::string kernel =
-      std::string(int8 ? (isa == Isa::AVX512VNNI ? "vnni-depthwise "
-                          : isa == Isa::AVXVNNI  ? "avxvnni-depthwise "
-                                                 : "int8-depthwise ")
+      std::string(int8 ? (hasAvx512(isa)        ? "vnni-depthwise "
+                          : isa == Isa::AVXVNNI ? "avxvnni-depthwise "
+                                                : "int8-depthwise ")
                        : "fp32-depthwise ") +
       (!s.columns    ? "1x16"
        : s.rows == 2 ? "2x4x16"

@@ -719,7 +719,8 @@ void GraphLowering::emitLayers() {
     OpBuilder fb = OpBuilder::atBlockBegin(entry);
     KB k(fb, l.loc, entry->getArgument(0), entry->getArgument(1),
          entry->getArgument(2), entry->getArgument(3));
-    k.avx512 = target.isa == Isa::AVX512VNNI;
+    k.avx512 = hasAvx512(target.isa);
+    k.reciprocalDivision = target.isa == Isa::AMX;
     l.emit(k);
     fb.create<func::ReturnOp>(l.loc);
     out.manifest.layers.push_back(l.desc);

@@ -711,6 +711,15 @@ private:
   denseConv(Operation *op, DenseConvSpec s, int in, int outT,
             std::function<double(int64_t, int64_t, int64_t, int64_t)> weightAt,
             int residual);
+  /// A dense int8 convolution (a Gemm / MatMul as a 1x1 one) on AMX tiles
+  /// (AmxKernels.cpp): its taps read in place when padding and stride allow,
+  /// else from a relayout layer before it (the stride's phases of the
+  /// padded input, or im2col rows when the taps have few channels). False
+  /// when the layer stays on the VNNI kernel.
+  bool
+  amxConv(Operation *op, const DenseConvSpec &s, int in, int outT,
+          std::function<double(int64_t, int64_t, int64_t, int64_t)> weightAt,
+          int residual);
   /// A grouped convolution: one dense kernel per group in one layer, each
   /// reading its input channels and writing its output channels in place.
   LogicalResult groupedConv(Operation *op, bool int8, int in, int o,

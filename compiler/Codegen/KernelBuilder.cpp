@@ -12,10 +12,13 @@
 
 #include "KernelBuilder.h"
 
+#include "qatc/Codegen/ExactQuotient.h"
+
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 #include <algorithm>
+#include <cmath>
 
 using namespace mlir;
 using namespace qatc::codegen;
@@ -234,32 +237,58 @@ Value KB::quantize(Value y, float scale, int64_t zp, int64_t qmin,
                   static_cast<float>(qmax - zp));
 }
 
-/// `y / scale` clamped to [lo, hi].
+/// `y / scale` clamped to [lo, hi], then, when `yLo <= yHi`, y first clamped
+/// to [yLo, yHi] (an activation before the quantization).
 static Value clampedQuotient(KB &k, Value y, float scale, float lo, float hi,
-                             bool finite) {
+                             bool finite, float yLo, float yHi) {
   OpBuilder &b = k.b;
   Type t = y.getType();
-  Value q = b.create<arith::DivFOp>(k.loc, y, k.floatLike(t, scale));
   // A finite y needs no NaN handling in the clamp (nor the sign of a zero:
   // it converts to integer 0 either way): plain vmaxps / vminps.
   auto fm = arith::FastMathFlagsAttr::get(b.getContext(),
                                           finite ? arith::FastMathFlags::nnan |
                                                        arith::FastMathFlags::nsz
                                                  : arith::FastMathFlags::none);
-  q = b.create<arith::MaximumFOp>(k.loc, q, k.floatLike(t, lo), fm);
-  return b.create<arith::MinimumFOp>(k.loc, q, k.floatLike(t, hi), fm);
+  auto clamp = [&](Value v, float a, float z) -> Value {
+    v = b.create<arith::MaximumFOp>(k.loc, v, k.floatLike(t, a), fm);
+    return b.create<arith::MinimumFOp>(k.loc, v, k.floatLike(t, z), fm);
+  };
+  const bool act = yLo <= yHi;
+  std::optional<ExactQuotient> exact;
+  if (k.reciprocalDivision)
+    exact = ExactQuotient::make(scale, lo, hi, yLo, yHi);
+  if (exact) {
+    // y clamped to the quotients lo - 1/4 and hi + 1/4 (with the
+    // activation), then the quotient by a multiplication and two FMAs: the
+    // same integer as dividing (ExactQuotient.h says why). vdivps zmm issues
+    // one every 10 cycles on Intel cores; these are three FMA-port
+    // instructions, and no clamp is needed after them.
+    Value yc = clamp(y, exact->yLo, exact->yHi);
+    Value q0 = b.create<arith::MulFOp>(k.loc, yc, k.floatLike(t, exact->recip));
+    Value r =
+        b.create<math::FmaOp>(k.loc, q0, k.floatLike(t, -exact->scale), yc);
+    return b.create<math::FmaOp>(k.loc, r, k.floatLike(t, exact->recip), q0);
+  }
+  if (act) {
+    // y / s rounds monotonically: clamping y to [a, z] first gives the same
+    // quotient as clamping it to [RN(a / s), RN(z / s)] after.
+    lo = std::max(lo, yLo / scale);
+    hi = std::min(hi, yHi / scale);
+  }
+  Value q = b.create<arith::DivFOp>(k.loc, y, k.floatLike(t, scale));
+  return clamp(q, lo, hi);
 }
 
 Value KB::roundedQuotient(Value y, float scale, float lo, float hi,
                           bool finite) {
   return b.create<math::RoundEvenOp>(
-      loc, clampedQuotient(*this, y, scale, lo, hi, finite));
+      loc, clampedQuotient(*this, y, scale, lo, hi, finite, 1.f, 0.f));
 }
 
 Value KB::quantizeWide(Value y, float scale, int64_t zp, float lo, float hi,
-                       bool finite) {
+                       bool finite, float yLo, float yHi) {
   Type t = y.getType();
-  Value q = clampedQuotient(*this, y, scale, lo, hi, finite);
+  Value q = clampedQuotient(*this, y, scale, lo, hi, finite, yLo, yHi);
   Type ti32 = like(t, i32);
   Value qi;
   auto vt = dyn_cast<VectorType>(t);
@@ -284,8 +313,8 @@ Value KB::quantizeWide(Value y, float scale, int64_t zp, float lo, float hi,
 }
 
 Value KB::quantize(Value y, float scale, int64_t zp, float lo, float hi,
-                   bool finite) {
-  Value qi = quantizeWide(y, scale, zp, lo, hi, finite);
+                   bool finite, float yLo, float yHi) {
+  Value qi = quantizeWide(y, scale, zp, lo, hi, finite, yLo, yHi);
   auto vt = dyn_cast<VectorType>(qi.getType());
   if (!vt || vt.getNumElements() == 16)
     return b.create<arith::TruncIOp>(loc, like(qi.getType(), i8), qi);
@@ -351,6 +380,7 @@ Value qatc::codegen::emitDot4(KB &k, Isa isa, Value acc, Value a, Value w) {
   OpBuilder &b = k.b;
   auto v16 = VectorType::get({16}, k.i32);
   switch (isa) {
+  case Isa::AMX:
   case Isa::AVX512VNNI:
     // LLVM 19 does not form vpdpbusd from plain IR; its intrinsic takes
     // three vector<16xi32> (newer LLVM: byte vectors for a and w).
@@ -404,8 +434,8 @@ Value qatc::codegen::emitDot4(KB &k, Isa isa, Value acc, Value a, Value w) {
     SmallVector<Value> pairs;
     for (int64_t off = 0; off < 64; off += width)
       pairs.push_back(b.create<LLVM::CallIntrinsicOp>(
-                           k.loc, VectorType::get({width / 2}, k.i32),
-                           pmadd, ValueRange{part(a16, off), part(w16, off)})
+                           k.loc, VectorType::get({width / 2}, k.i32), pmadd,
+                           ValueRange{part(a16, off), part(w16, off)})
                           .getResult(0));
     Value all = k.concat(pairs);
     SmallVector<int64_t> even, odd;
@@ -480,15 +510,14 @@ void qatc::codegen::emitEpilogue(KB &k, const Epilogue &ep,
     // keeps fptosi in range.
     float lo = static_cast<float>(ep.qmin - ep.outZp),
           hi = static_cast<float>(ep.qmax - ep.outZp);
+    float a = 1.f, z = 0.f; // no activation clamp
     if (actJoins || postJoins) {
-      float a = actJoins ? ep.actLo : ep.postLo,
-            z = actJoins ? ep.actHi : ep.postHi;
-      lo = std::max(lo, a / ep.outScale);
-      hi = std::min(hi, z / ep.outScale);
+      a = actJoins ? ep.actLo : ep.postLo;
+      z = actJoins ? ep.actHi : ep.postHi;
     }
     // An integer accumulator's affine image is finite; a fused chain's
     // result may not be.
-    y = k.quantize(y, ep.outScale, ep.outZp, lo, hi, intAcc && !ep.chain);
+    y = k.quantize(y, ep.outScale, ep.outZp, lo, hi, intAcc && !ep.chain, a, z);
   }
   for (int64_t i = 0; i < parts; ++i)
     k.maskedStore(k.slice(y, i), outs[i], mask);
@@ -688,7 +717,7 @@ static Value interleaveRows(KB &k, Isa isa, ArrayRef<Value> x) {
       cat.push_back(i);
     return b.create<vector::ShuffleOp>(k.loc, lo, hi, cat);
   };
-  if (isa == Isa::AVX512VNNI) {
+  if (hasAvx512(isa)) {
     // The rows as the four 128-bit lanes; vpermd transposes the 4x4 dwords
     // (lane L dword j to lane j dword L), so lane j holds channels 4j..4j+3
     // of every row, and vpshufb interleaves them within the lane: two

@@ -40,6 +40,10 @@ public:
   mlir::Type i8, i32, i64, f32, ptr;
   /// The target has AVX-512 (16-lane conversions may call its intrinsics).
   bool avx512 = false;
+  /// Quantization divides by multiplying with the scale's reciprocal and
+  /// an exact FMA correction (same bits): where vdivps is slow (Intel
+  /// cores), not where the FMA pipes are the limit (Zen 4 measured slower).
+  bool reciprocalDivision = false;
 
   mlir::Value c(int64_t v);
   mlir::Value cf(float v);
@@ -118,13 +122,16 @@ public:
   mlir::Value quantize(mlir::Value y, float scale, int64_t zp, int64_t qmin,
                        int64_t qmax);
   /// The same with the quotient clamped to [lo, hi] (zero point removed)
-  /// before rounding.
+  /// before rounding, and y first clamped to [yLo, yHi] when yLo <= yHi (a
+  /// fused activation).
   /// `finite`: y is known finite (no NaN handling in the clamps).
   mlir::Value quantize(mlir::Value y, float scale, int64_t zp, float lo,
-                       float hi, bool finite = false);
+                       float hi, bool finite = false, float yLo = 1.f,
+                       float yHi = 0.f);
   /// The same as i32 (the stored value, zero point added), not narrowed.
   mlir::Value quantizeWide(mlir::Value y, float scale, int64_t zp, float lo,
-                           float hi, bool finite = false);
+                           float hi, bool finite = false, float yLo = 1.f,
+                           float yHi = 0.f);
   /// `y / scale` clamped to [lo, hi] and rounded half to even, as f32: the
   /// stored value minus its zero point, for a quantize-dequantize round trip
   /// that needs no integer (one vrndscaleps, not vcvtps2dq, the zero point
@@ -247,6 +254,55 @@ struct DepthwiseSpec : ConvSpec {
   }
 };
 void emitDepthwise(KB &k, Isa isa, const DepthwiseSpec &s);
+
+/// An int8 matrix product on AMX tiles (AmxKernels.cpp): C[v][oc] = corr[oc]
+/// + sum over groups g and K bytes kk of A(v, g)[kk] * B[g][kk][oc], u8 rows
+/// times s8 weights (tdpbusd), then the epilogue. Row v of group g is at
+/// arena byte `aOff + groupOffsets[g] + v * aStride`, `64 * chunks` bytes of
+/// it read (bytes past the group's K meet zero weights). A block of MT x NT
+/// tiles of 16 rows x 16 channels is accumulated in tile registers tmm0-3,
+/// its A tiles in tmm4-5, its B tiles in tmm6-7.
+struct AmxSpec {
+  int64_t M = 0; ///< virtual rows
+  int64_t aOff = 0, aStride = 0, chunks = 1;
+  std::vector<int64_t> groupOffsets = {0};
+  int64_t OC = 0;
+  /// Weights [block][group][chunk][NT tiles][16 dwords][16 channels][4]
+  /// (weights blob): one 1 KiB B tile each, loaded with a 64-byte stride.
+  int64_t weightOff = 0;
+  int64_t corrOff = 0; ///< i32[c] initial accumulators, readable past OC
+  int64_t cfgOff = 0;  ///< the 64-byte tile configuration (weights blob)
+  int64_t MT = 2, NT = 2;
+  /// Virtual row v is output pixel v, or on a grid (`grid`) pixel (n, i, j)
+  /// of v = (n * Hq + i) * Wq + j, which exists when i < OH and j < OW.
+  bool grid = false;
+  int64_t Hq = 1, Wq = 1, OH = 1, OW = 1;
+  int64_t outOff = 0, outCS = 0;
+  Epilogue ep;
+  /// Blocks of MT*16 rows and NT*16 channels.
+  int64_t rowBlocks() const { return (M + 16 * MT - 1) / (16 * MT); }
+  int64_t colBlocks() const { return ((OC + 15) / 16 + NT - 1) / NT; }
+};
+void emitAmxConv(KB &k, const AmxSpec &s);
+
+/// The A operand of an AMX convolution, written before it by a layer of its
+/// own (emitAmxRelayout): for each phase (a, b) of the stride, the padded
+/// input's pixels (i * SH + a, j * SW + b) for i < Hq, j < Wq as rows of
+/// `xc` bytes (the image's N, then i, then j), padding read from `padRowOff`.
+/// Output pixel (oh, ow)'s tap (kh, kw) is then row (oh + kh * DH / SH) * Wq
+/// + ow + kw * DW / SW of phase (kh * DH % SH, kw * DW % SW): every tap of a
+/// tile of rows is one strided tile load.
+struct AmxRelayoutSpec {
+  int64_t N = 1, H = 1, W = 1, SH = 1, SW = 1, PT = 0, PL = 0;
+  int64_t Hq = 1, Wq = 1;
+  int64_t inOff = 0, inCS = 0, xc = 0, outOff = 0, padRowOff = 0;
+  std::vector<std::pair<int64_t, int64_t>> phases;
+  /// Im2col instead: one row of `rowBytes` per output pixel holding every
+  /// tap's `xc` bytes, kh then kw.
+  bool im2col = false;
+  int64_t OH = 1, OW = 1, KH = 1, KW = 1, DH = 1, DW = 1, rowBytes = 0;
+};
+void emitAmxRelayout(KB &k, const AmxRelayoutSpec &s);
 
 /// The addresses of the KH * KW taps (row-major) of output pixel (n, oh, ow)
 /// of the window `s` (its input: inOff, inCS, int8); a tap outside the image

@@ -47,6 +47,8 @@ std::unique_ptr<llvm::TargetMachine> makeTargetMachine(const Target &t,
                                                        std::string &error) {
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
+  // The AMX kernels' tile instructions are inline assembly.
+  llvm::InitializeNativeTargetAsmParser();
   std::string triple = llvm::sys::getDefaultTargetTriple();
   const llvm::Target *target =
       llvm::TargetRegistry::lookupTarget(triple, error);

@@ -20,7 +20,14 @@ bool qatc::codegen::resolveTarget(const std::string &name, Target &t,
   if (which.empty() || which == "host") {
     llvm::StringMap<bool> f = llvm::sys::getHostCPUFeatures();
     t.tuneCpu = llvm::sys::getHostCPUName().str();
-    if (f.lookup("avx512vnni") && f.lookup("avx512bw") && f.lookup("avx512vl"))
+    bool avx512 =
+        f.lookup("avx512vnni") && f.lookup("avx512bw") && f.lookup("avx512vl");
+    // AMX only where this process may use it: the runtime's own check (the
+    // CPU, the OS's XSAVE support and Linux's permission).
+    if (avx512 && f.lookup("amx-int8") && f.lookup("amx-tile") &&
+        (plan::hostFeatures() & kFeatAMXINT8))
+      which = "amx";
+    else if (avx512)
       which = "avx512vnni";
     else if (f.lookup("avxvnni") && f.lookup("avx2"))
       which = "avxvnni";
@@ -31,7 +38,16 @@ bool qatc::codegen::resolveTarget(const std::string &name, Target &t,
   }
   // A feature baseline (x86-64-v3/v4 plus VNNI), never the host's full set,
   // so that a plan runs on every CPU with the features it records.
-  if (which == "avx512vnni") {
+  if (which == "amx") {
+    // Tile instructions are inline assembly (AmxKernels.cpp): no LLVM
+    // feature needed beyond AVX-512 VNNI for everything around them.
+    t.isa = Isa::AMX;
+    t.cpu = "x86-64-v4";
+    t.features = "+avx512vnni";
+    t.requiredFeatures = kFeatAVX2 | kFeatFMA | kFeatAVX512F | kFeatAVX512BW |
+                         kFeatAVX512VL | kFeatAVX512DQ | kFeatAVX512VNNI |
+                         kFeatAMXTILE | kFeatAMXINT8;
+  } else if (which == "avx512vnni") {
     t.isa = Isa::AVX512VNNI;
     t.cpu = "x86-64-v4";
     t.features = "+avx512vnni";
@@ -51,7 +67,7 @@ bool qatc::codegen::resolveTarget(const std::string &name, Target &t,
     t.cpu = "x86-64";
   } else {
     error = "unknown --target-cpu '" + name +
-            "' (choose host, avx512vnni, avxvnni, avx2, generic, a "
+            "' (choose host, amx, avx512vnni, avxvnni, avx2, generic, a "
             "comma-separated list of them or " +
             kMultiTargetName + ")";
     return false;
@@ -65,7 +81,7 @@ bool qatc::codegen::resolveTargets(const std::string &name,
                                    std::string &error) {
   targets.clear();
   std::string list =
-      name == kMultiTargetName ? "avx512vnni,avxvnni,avx2,generic" : name;
+      name == kMultiTargetName ? "amx,avx512vnni,avxvnni,avx2,generic" : name;
   size_t at = 0;
   do {
     size_t comma = list.find(',', at);

@@ -190,7 +190,7 @@ def compile(
     Args:
         model: the model (.onnx).
         output: the plan file (default: the model's name with .plan).
-        target_cpu: "host", "avx512vnni", "avxvnni", "avx2", "generic",
+        target_cpu: "host", "amx", "avx512vnni", "avxvnni", "avx2", "generic",
             "x86-64-multi" or a comma-separated list (a multi-path plan).
         input_shapes: sizes of dynamic dimensions, {input: dims}; a dynamic
             dimension not given becomes 1 (with a warning naming it).

@@ -11,7 +11,8 @@ matrix products with odd M, K and N; products of two activations
 without count_include_pad; broadcasting elementwise ops; channel
 concatenations written in place (Inception, a DenseNet block) and ones
 that must stay copies. Each is checked
-with plans.py's check_model: compiled for host, AVX2 and generic, the
+with plans.py's check_model: compiled for host (AMX on an AMX host, with
+avx512vnni beside it), AVX2 and generic, the
 plan's outputs and every int8 tensor against `qatc eval --stage=qat`
 (int8: 1 LSB on at most 0.1 % of elements; float: 1e-4 relative), 2
 threads giving the same bytes, deterministic compilation.
@@ -28,7 +29,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import Checker  # noqa: E402
-from plans import TARGETS, check_model  # noqa: E402
+from plans import TARGETS, amx_note, check_model  # noqa: E402
 
 
 def out_size(n, k, s, p0, p1, d):
@@ -353,6 +354,17 @@ CASES = {
                                                    pads=(1, 1, 1, 1), group=200),
     "depthwise_c200_3x3_s2_wide": lambda b: conv_case(
         b, 200, 200, (5, 123), 3, stride=2, pads=(1, 1, 1, 1), group=200),
+    # AMX tile kernels (on an AMX host as host): the stride's four phases in
+    # batches, a channel block past the last channel; taps read in place
+    # (no padding) with a kernel row as one K run; dilation through the
+    # relayout with two K tiles per tap; the residual epilogue on a grid
+    # whose rows past each output row store nowhere.
+    "amx_conv_ic64_oc72_3x3_s2_batch2": lambda b: conv_case(
+        b, 64, 72, (25, 23), 3, stride=2, pads=(1, 1, 1, 1), n=2),
+    "amx_conv_ic40_oc33_3x3_in_place": lambda b: conv_case(b, 40, 33, (8, 10), 3),
+    "amx_conv_ic128_oc40_3x3_dil2": lambda b: conv_case(b, 128, 40, (19, 17), 3, dil=2,
+                                                        pads=(2, 2, 2, 2)),
+    "amx_residual_add_c72": lambda b: residual_add_case(b, 72, (7, 6), True),
     "residual_add_c24": lambda b: residual_add_case(b, 24, (7, 9), False),
     "residual_add_downsample_c20": lambda b: residual_add_case(b, 20, (6, 5), True),
     # Concatenations written in place by their inputs' layers, and not.
@@ -397,6 +409,7 @@ def main():
     ap.add_argument("--only", action="append", default=[])
     args = ap.parse_args()
     c = Checker(args)
+    print(amx_note(), flush=True)
     os.makedirs(args.work, exist_ok=True)
     targets = args.targets.split(",")
     for i, (case, make) in enumerate(CASES.items()):

@@ -19,7 +19,27 @@ from harness import Checker, manifest_models, nan_aware_diff, run
 from ort_differential import load_outputs  # noqa: E402
 from qat_lowering import seeded_inputs  # noqa: E402
 
-TARGETS = ["host", "avx2", "generic"]
+
+
+def host_has_amx():
+    """The CPU has AMX int8 tiles (--target-cpu host is then amx)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            return any(line.startswith("flags") and " amx_int8" in line for line in f)
+    except OSError:
+        return False
+
+
+# On an AMX host, host is amx: the VNNI kernels it replaces are checked too.
+TARGETS = ["host"] + (["avx512vnni"] if host_has_amx() else []) + ["avx2", "generic"]
+
+
+def amx_note():
+    """One line saying whether the AMX kernels run here."""
+    if host_has_amx():
+        return "AMX host: host is amx (tile kernels), avx512vnni checked beside it"
+    return ("no AMX on this host (amx_int8): the AMX tile kernels are not run "
+            "here; an AMX host runs them as --target-cpu host")
 
 
 def outputs(path):
@@ -194,6 +214,7 @@ def main():
                     help="comma-separated --target-cpu values (default: %(default)s)")
     args = ap.parse_args()
     c = Checker(args)
+    print(amx_note(), flush=True)
     os.makedirs(args.work, exist_ok=True)
     specs = list(args.model)
     for variant in ("qdq", "float"):

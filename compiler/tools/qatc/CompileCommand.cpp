@@ -1,7 +1,7 @@
 //===- CompileCommand.cpp - `qatc compile` --------------------------------===//
 //
-//   qatc compile m.onnx -o m.plan [--target-cpu host|avx512vnni|avxvnni|
-//        avx2|generic|x86-64-multi|<comma-separated list>]
+//   qatc compile m.onnx -o m.plan [--target-cpu host|amx|avx512vnni|
+//        avxvnni|avx2|generic|x86-64-multi|<comma-separated list>]
 //        [--emit=onnx|qat|kernels|llvm|asm|plan]
 //        [--precision-report r.{txt,csv,json}] [--precision-override FILE]
 //        [--trt-compat] [--print-pipeline]
@@ -53,9 +53,9 @@ cl::opt<std::string> outputPath(
     cl::value_desc("file"), cl::sub(qatc::driver::compileCommand));
 cl::opt<std::string> targetCpu(
     "target-cpu",
-    cl::desc("Instruction set of the code: host (default), avx512vnni, "
-             "avxvnni, avx2 or generic; a comma-separated list or "
-             "x86-64-multi (all four) writes a multi-path plan whose "
+    cl::desc("Instruction set of the code: host (default), amx, "
+             "avx512vnni, avxvnni, avx2 or generic; a comma-separated list "
+             "or x86-64-multi (all five) writes a multi-path plan whose "
              "runtime runs the best path the CPU has"),
     cl::value_desc("name"), cl::init("host"),
     cl::sub(qatc::driver::compileCommand));

@@ -23,8 +23,14 @@
 
 namespace qatc::codegen {
 
-/// The instruction set the int8 kernels are written for.
-enum class Isa { AVX512VNNI, AVXVNNI, AVX2, Generic };
+/// The instruction set the int8 kernels are written for. AMX is AVX-512
+/// VNNI plus AMX tiles for the dense int8 products.
+enum class Isa { AMX, AVX512VNNI, AVXVNNI, AVX2, Generic };
+
+/// The ISA has AVX-512 (and VNNI) for everything that is not a tile product.
+inline bool hasAvx512(Isa isa) {
+  return isa == Isa::AMX || isa == Isa::AVX512VNNI;
+}
 
 /// What the code is compiled for.
 struct Target {
@@ -36,16 +42,17 @@ struct Target {
   std::string name;              ///< "avx512vnni", "avxvnni", "avx2", "generic"
 };
 
-/// Resolves `--target-cpu`: "host" (the default), "avx512vnni", "avxvnni",
-/// "avx2" or "generic". Returns false with `error` set on an unknown name.
+/// Resolves `--target-cpu`: "host" (the default), "amx", "avx512vnni",
+/// "avxvnni", "avx2" or "generic". Returns false with `error` set on an unknown
+/// name.
 bool resolveTarget(const std::string &name, Target &target, std::string &error);
 
 /// The targets of a multi-path plan, best first: every x86-64 code path.
 inline constexpr const char *kMultiTargetName = "x86-64-multi";
 /// Resolves a `--target-cpu` that may name several code paths: one target,
-/// a comma-separated list ("avx512vnni,avx2") or x86-64-multi (avx512vnni,
-/// avxvnni, avx2, generic). Paths are kept in the order given (the runtime
-/// takes the first one the CPU runs); a target named twice is an error.
+/// a comma-separated list ("avx512vnni,avx2") or x86-64-multi (amx,
+/// avx512vnni, avxvnni, avx2, generic). Paths are kept in the order given (the
+/// runtime takes the first one the CPU runs); a target named twice is an error.
 bool resolveTargets(const std::string &name, std::vector<Target> &targets,
                     std::string &error);
 

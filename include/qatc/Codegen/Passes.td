@@ -28,7 +28,7 @@ def QatLayerFunctions : Pass<"qat-layer-functions", "::mlir::ModuleOp"> {
   }];
   let options = [
     Option<"targetCpu", "target-cpu", "std::string", "\"host\"",
-           "host, avx512vnni, avxvnni, avx2 or generic">,
+           "host, amx, avx512vnni, avxvnni, avx2 or generic">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::scf::SCFDialect",

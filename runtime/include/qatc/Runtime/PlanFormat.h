@@ -41,14 +41,23 @@ enum CpuFeature : uint64_t {
   kFeatAVX512VNNI = 1u << 5,
   kFeatAVXVNNI = 1u << 6,
   kFeatAVX512DQ = 1u << 7,
+  /// AMX tiles and their int8 products. hostFeatures() reports them only
+  /// when Linux lets this process use the tile state.
+  kFeatAMXTILE = 1u << 8,
+  kFeatAMXINT8 = 1u << 9,
 };
 /// Every feature bit this runtime knows; a header with others is refused.
-inline constexpr uint64_t kKnownFeatures = (1u << 8) - 1;
+inline constexpr uint64_t kKnownFeatures = (1u << 10) - 1;
 
 /// The names of the features in `mask`, space separated ("avx2 fma ...").
 std::string featureNames(uint64_t mask);
-/// The features of the CPU this process runs on.
+/// The features of the CPU this process runs on. AMX counts only when the
+/// CPU has it, the OS saves its state (XCR0) and Linux granted this process
+/// the tile data (arch_prctl(ARCH_REQ_XCOMP_PERM), asked once, on the first
+/// call): code using tiles may run on any thread of the process after that.
 uint64_t hostFeatures();
+/// Why the CPU's AMX is not usable here ("" when it is, or the CPU has none).
+std::string amxUnavailableReason();
 
 /// The fixed-size header at offset 0, little-endian.
 struct PlanHeader {

@@ -1,0 +1,240 @@
+//===- AmxKernels.cpp - int8 products on AMX tiles ------------------------===//
+//
+// Intel AMX (Sapphire Rapids and later) multiplies a tile of 16 rows of 64
+// u8 by a tile of 16 dword rows of 16 s8 columns into a 16 x 16 i32 tile
+// (tdpbusd: 16384 multiply-adds, one every 16 cycles, 8x the rate of
+// AVX-512 vpdpbusd). An output block of 32 rows x 32 channels is four
+// accumulator tiles; each K step loads two A tiles (16 rows x 64 bytes,
+// strided) and two B tiles (1 KiB of packed weights each) and issues four
+// tdpbusd.
+//
+// The tile instructions are inline assembly on fixed tile registers. MLIR
+// 19's LLVM dialect has no x86_amx type, and its amx dialect's tiles cannot
+// be carried through a loop (the translation gives a phi of arrays against
+// x86_amx); LLVM allocates no tile register when no AMX intrinsic is
+// called, so from ldtilecfg to tilerelease the tiles belong to these
+// statements. Every statement has side effects, so LLVM keeps their order,
+// and the loads and stores say they touch memory.
+//
+// Accumulators start as the zero-point terms (a tile load with stride 0
+// repeats the 16 channels' row) and leave through a 4 KiB stack buffer
+// into the shared vector epilogue (emitEpilogue), four rows at a time.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelBuilder.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+#include <algorithm>
+
+using namespace mlir;
+using namespace qatc::codegen;
+
+namespace {
+
+void asmStatement(KB &k, const std::string &text, StringRef constraints,
+                  ValueRange operands) {
+  k.b.create<LLVM::InlineAsmOp>(k.loc, TypeRange{}, operands, text, constraints,
+                                /*has_side_effects=*/true,
+                                /*is_align_stack=*/false,
+                                LLVM::AsmDialectAttr{}, ArrayAttr{});
+}
+
+std::string tmm(int64_t t) { return "%tmm" + std::to_string(t); }
+
+void tileLoad(KB &k, int64_t t, Value p, Value stride) {
+  asmStatement(k, "tileloadd ($0,$1,1), " + tmm(t), "r,r,~{memory}",
+               {p, stride});
+}
+
+void tileStore(KB &k, int64_t t, Value p, Value stride) {
+  asmStatement(k, "tilestored " + tmm(t) + ", ($0,$1,1)", "r,r,~{memory}",
+               {p, stride});
+}
+
+/// tmm[c] += tmm[a] (u8) x tmm[b] (s8), dword by dword.
+void tdpbusd(KB &k, int64_t c, int64_t a, int64_t b) {
+  asmStatement(k, "tdpbusd " + tmm(b) + ", " + tmm(a) + ", " + tmm(c), "", {});
+}
+
+/// `bytes` of stack in the layer function's entry block (never inside a
+/// loop, where each iteration would take more).
+Value entryAlloca(KB &k, int64_t bytes) {
+  Operation *fn = k.b.getInsertionBlock()->getParentOp();
+  while (!isa<func::FuncOp>(fn))
+    fn = fn->getParentOp();
+  OpBuilder::InsertionGuard guard(k.b);
+  k.b.setInsertionPointToStart(&fn->getRegion(0).front());
+  auto type = LLVM::LLVMArrayType::get(k.i8, bytes);
+  return k.b.create<LLVM::AllocaOp>(k.loc, k.ptr, type, k.c(1),
+                                    /*alignment=*/64);
+}
+
+/// Copies `n` bytes (a constant) from `src` to `dst` in 64-byte vectors, the
+/// last one masked.
+void copyBytes(KB &k, Value dst, Value src, int64_t n) {
+  auto vt = VectorType::get({64}, k.i8);
+  for (int64_t o = 0; o < n; o += 64) {
+    int64_t len = std::min<int64_t>(64, n - o);
+    if (len == 64) {
+      k.store(k.load(vt, k.gep(src, o)), k.gep(dst, o));
+      continue;
+    }
+    Value mask = k.prefixMask(64, k.c(len));
+    Value v = k.maskedLoad(vt, k.gep(src, o), mask, k.splatI(0, 64, k.i8));
+    k.maskedStore(v, k.gep(dst, o), mask);
+  }
+}
+
+} // namespace
+
+void qatc::codegen::emitAmxConv(KB &k, const AmxSpec &s) {
+  const int64_t G = s.groupOffsets.size(), MT = s.MT, NT = s.NT;
+  const int64_t blockTiles = MT * NT;
+  Value scratch = entryAlloca(k, blockTiles * 1024 + 256);
+  // Rows that are no output pixel store here (and read their residual).
+  Value junk = k.gep(scratch, blockTiles * 1024);
+  asmStatement(k, "ldtilecfg ($0)", "r,~{memory}",
+               {k.gep(k.weights, s.cfgOff)});
+  const int64_t colBlocks = s.colBlocks();
+  const int64_t stepBytes = NT * 1024;
+  Value stride64 = k.c(64), stride0 = k.c(0), aStride = k.c(s.aStride);
+  auto [begin, end] = k.share(s.rowBlocks() * colBlocks);
+  k.loop(begin, end, 1, [&](Value idx) {
+    // Row blocks outside, channel blocks inside: a thread's A rows stay in
+    // L1 while the weights stream from L2.
+    Value rb = k.div(idx, k.c(colBlocks)), cb = k.rem(idx, k.c(colBlocks));
+    Value v0 = k.mul(rb, k.c(16 * MT)), n0 = k.mul(cb, k.c(16 * NT));
+    for (int64_t i = 0; i < MT; ++i)
+      for (int64_t j = 0; j < NT; ++j)
+        tileLoad(k, i * NT + j,
+                 k.weightsAt(s.corrOff, k.add(n0, k.c(16 * j)), 4), stride0);
+    Value aBlock = k.at(s.aOff, v0, s.aStride);
+    Value wBlock = k.weightsAt(s.weightOff, cb, G * s.chunks * stepBytes);
+    auto step = [&](Value a, Value w) {
+      for (int64_t i = 0; i < MT; ++i)
+        tileLoad(k, 4 + i, k.gep(a, i * 16 * s.aStride), aStride);
+      for (int64_t j = 0; j < NT; ++j)
+        tileLoad(k, 6 + j, k.gep(w, j * 1024), stride64);
+      for (int64_t i = 0; i < MT; ++i)
+        for (int64_t j = 0; j < NT; ++j)
+          tdpbusd(k, i * NT + j, 4 + i, 6 + j);
+    };
+    for (int64_t g = 0; g < G; ++g) {
+      Value aGroup = k.gep(aBlock, s.groupOffsets[g]);
+      Value wGroup = k.gep(wBlock, g * s.chunks * stepBytes);
+      if (s.chunks == 1) {
+        step(aGroup, wGroup);
+        continue;
+      }
+      k.loop(k.c(0), k.c(s.chunks), 1, [&](Value kc) {
+        step(k.gep(aGroup, k.mul(kc, k.c(64))),
+             k.gep(wGroup, k.mul(kc, k.c(stepBytes))));
+      });
+    }
+    for (int64_t t = 0; t < blockTiles; ++t)
+      tileStore(k, t, k.gep(scratch, t * 1024), stride64);
+
+    // The output pixel of virtual row v, and whether there is one.
+    auto pixelOf = [&](Value v) -> std::pair<Value, Value> {
+      Value valid = k.lt(v, k.c(s.M));
+      if (!s.grid)
+        return {valid, v};
+      Value j = k.rem(v, k.c(s.Wq)), t = k.div(v, k.c(s.Wq));
+      Value i = k.rem(t, k.c(s.Hq)), n = k.div(t, k.c(s.Hq));
+      valid = k.andi(valid, k.andi(k.lt(i, k.c(s.OH)), k.lt(j, k.c(s.OW))));
+      Value p = k.add(k.mul(k.add(k.mul(n, k.c(s.OH)), i), k.c(s.OW)), j);
+      return {valid, p};
+    };
+    auto accType = VectorType::get({16}, k.i32);
+    const int64_t outBytes = s.ep.quantOut ? 1 : 4;
+    for (int64_t j = 0; j < NT; ++j) {
+      Value c = k.add(n0, k.c(16 * j));
+      Value mask = k.prefixMask(16, k.sub(k.c(s.OC), c));
+      for (int64_t i = 0; i < MT; ++i)
+        for (int64_t r0 = 0; r0 < 16; r0 += 4) {
+          SmallVector<Value> accs, outs, res;
+          for (int64_t r = r0; r < r0 + 4; ++r) {
+            accs.push_back(
+                k.load(accType, k.gep(scratch, (i * NT + j) * 1024 + r * 64)));
+            auto [valid, p] = pixelOf(k.add(v0, k.c(16 * i + r)));
+            outs.push_back(k.select(
+                valid,
+                k.at(s.outOff, k.add(k.mul(p, k.c(s.outCS)), c), outBytes),
+                junk));
+            if (s.ep.hasResidual)
+              res.push_back(k.select(
+                  valid,
+                  k.at(s.ep.resOff, k.add(k.mul(p, k.c(s.ep.resCS)), c), 1),
+                  junk));
+          }
+          emitEpilogue(k, s.ep, accs, c, mask, outs, res);
+        }
+    }
+  });
+  asmStatement(k, "tilerelease", "", {});
+}
+
+void qatc::codegen::emitAmxRelayout(KB &k, const AmxRelayoutSpec &s) {
+  Value padRow = k.gep(k.weights, s.padRowOff);
+  auto pixel = [&](Value n, Value ih, Value iw) {
+    Value p = k.add(k.mul(k.add(k.mul(n, k.c(s.H)), ih), k.c(s.W)), iw);
+    return k.at(s.inOff, p, s.inCS);
+  };
+  if (s.im2col) {
+    // One row per output pixel: each kernel row's taps, a contiguous run of
+    // the input when the whole row lies inside the image.
+    const bool runs = s.DW == 1 && s.inCS == s.xc && s.KW <= s.W;
+    auto [begin, end] = k.share(s.N * s.OH * s.OW);
+    k.loop(begin, end, 1, [&](Value p) {
+      Value ow = k.rem(p, k.c(s.OW)), t = k.div(p, k.c(s.OW));
+      Value oh = k.rem(t, k.c(s.OH)), n = k.div(t, k.c(s.OH));
+      Value iw0 = k.sub(k.mul(ow, k.c(s.SW)), k.c(s.PL));
+      Value row = k.at(s.outOff, p, s.rowBytes);
+      k.loop(k.c(0), k.c(s.KH), 1, [&](Value kh) {
+        Value ih =
+            k.add(k.sub(k.mul(oh, k.c(s.SH)), k.c(s.PT)), k.mul(kh, k.c(s.DH)));
+        Value rowOk = k.lt(ih, k.c(s.H));
+        Value dst = k.gep(row, k.mul(kh, k.c(s.KW * s.xc)));
+        auto perTap = [&] {
+          k.loop(k.c(0), k.c(s.KW), 1, [&](Value kw) {
+            Value iw = k.add(iw0, k.mul(kw, k.c(s.DW)));
+            Value ok = k.andi(rowOk, k.lt(iw, k.c(s.W)));
+            copyBytes(k, k.gep(dst, k.mul(kw, k.c(s.xc))),
+                      k.select(ok, pixel(n, ih, iw), padRow), s.xc);
+          });
+        };
+        if (!runs) {
+          perTap();
+          return;
+        }
+        // Unsigned: a negative first column fails too.
+        Value inside = k.andi(rowOk, k.lt(iw0, k.c(s.W - s.KW + 1)));
+        k.ifElse(
+            inside, [&] { copyBytes(k, dst, pixel(n, ih, iw0), s.KW * s.xc); },
+            perTap);
+      });
+    });
+    return;
+  }
+  const int64_t rows = s.N * s.Hq;
+  for (size_t ph = 0; ph < s.phases.size(); ++ph) {
+    auto [a, b] = s.phases[ph];
+    auto [begin, end] = k.share(rows);
+    k.loop(begin, end, 1, [&](Value r) {
+      Value n = k.div(r, k.c(s.Hq)), i = k.rem(r, k.c(s.Hq));
+      Value ih = k.sub(k.add(k.mul(i, k.c(s.SH)), k.c(a)), k.c(s.PT));
+      Value rowOk = k.lt(ih, k.c(s.H));
+      Value dst = k.at(s.outOff + static_cast<int64_t>(ph) * rows * s.Wq * s.xc,
+                       r, s.Wq * s.xc);
+      k.loop(k.c(0), k.c(s.Wq), 1, [&](Value j) {
+        Value iw = k.sub(k.add(k.mul(j, k.c(s.SW)), k.c(b)), k.c(s.PL));
+        Value ok = k.andi(rowOk, k.lt(iw, k.c(s.W)));
+        copyBytes(k, k.gep(dst, k.mul(j, k.c(s.xc))),
+                  k.select(ok, pixel(n, ih, iw), padRow), s.xc);
+      });
+    });
+  }
+}

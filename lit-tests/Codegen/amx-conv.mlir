@@ -1,0 +1,115 @@
+// Tests of the AMX int8 convolution (AmxKernels.cpp, GraphLowering::amxConv)
+// for --target-cpu amx. Tile instructions are inline assembly on fixed
+// registers between one ldtilecfg and tilerelease: accumulators tmm0-3
+// start from the zero-point terms (a tile load of stride 0), two A and two
+// B tiles per K step, four tdpbusd, and four tile stores into the vector
+// epilogue. The epilogue's quantization multiplies by the scale's
+// reciprocal with an FMA correction (no division). A stride-1 1x1 conv
+// reads its input in place; a padded or strided one reads a relayout of
+// the stride's phases; a conv over 3 channels reads im2col rows.
+//
+// RUN: qatc-opt %s --split-input-file --qat-lower --qat-layer-functions=target-cpu=amx | FileCheck %s
+
+// CHECK-LABEL: func.func @qatc_layer_1(
+// CHECK-SAME: qatc.kernel = "amx-conv 32x32 1x1 k-tiles (in place)"
+// CHECK: llvm.alloca {{.*}} x !llvm.array<4352 x i8>
+// CHECK: llvm.inline_asm has_side_effects "ldtilecfg ($0)"
+// CHECK: scf.for
+// CHECK: "tileloadd ($0,$1,1), %tmm0", "r,r,~{memory}" %{{.*}}, %[[ZERO:c0_i64[_0-9]*]]
+// CHECK: "tileloadd ($0,$1,1), %tmm3", "r,r,~{memory}" %{{.*}}, %[[ZERO]]
+// CHECK: "tileloadd ($0,$1,1), %tmm4"
+// CHECK: "tileloadd ($0,$1,1), %tmm5"
+// CHECK: "tileloadd ($0,$1,1), %tmm6"
+// CHECK: "tileloadd ($0,$1,1), %tmm7"
+// CHECK: "tdpbusd %tmm6, %tmm4, %tmm0"
+// CHECK: "tdpbusd %tmm7, %tmm4, %tmm1"
+// CHECK: "tdpbusd %tmm6, %tmm5, %tmm2"
+// CHECK: "tdpbusd %tmm7, %tmm5, %tmm3"
+// CHECK: "tilestored %tmm3, ($0,$1,1)"
+// CHECK-NOT: arith.divf
+// CHECK: arith.mulf
+// CHECK: math.fma
+// CHECK: math.fma
+// CHECK: "llvm.x86.avx512.mask.cvtps2dq.512"
+// CHECK: llvm.inline_asm has_side_effects "tilerelease"
+// CHECK: func.func @qatc_layer_2(
+func.func @main(%x: tensor<1x64x6x6xf32>) -> tensor<1x48x6x6xf32> {
+  %s = onnx.Constant dense<0.05> : tensor<f32>
+  %z = onnx.Constant dense<0> : tensor<i8>
+  %so = onnx.Constant dense<0.1> : tensor<f32>
+  %ws = onnx.Constant dense<0.01> : tensor<48xf32>
+  %wz = onnx.Constant dense<0> : tensor<48xi8>
+  %wq = onnx.Constant dense<3> : tensor<48x64x1x1xi8>
+  %b = onnx.Constant dense<0.5> : tensor<48xf32>
+  %q = onnx.QuantizeLinear(%x, %s, %z) : (tensor<1x64x6x6xf32>, tensor<f32>, tensor<i8>) -> tensor<1x64x6x6xi8>
+  %dq = onnx.DequantizeLinear(%q, %s, %z) : (tensor<1x64x6x6xi8>, tensor<f32>, tensor<i8>) -> tensor<1x64x6x6xf32>
+  %w = onnx.DequantizeLinear(%wq, %ws, %wz) {axis = 0 : i64} : (tensor<48x64x1x1xi8>, tensor<48xf32>, tensor<48xi8>) -> tensor<48x64x1x1xf32>
+  %c = onnx.Conv(%dq, %w, %b) {kernel_shape = array<i64: 1, 1>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : (tensor<1x64x6x6xf32>, tensor<48x64x1x1xf32>, tensor<48xf32>) -> tensor<1x48x6x6xf32> loc("pointwise")
+  %r = onnx.Relu(%c) : (tensor<1x48x6x6xf32>) -> tensor<1x48x6x6xf32>
+  %q2 = onnx.QuantizeLinear(%r, %so, %z) : (tensor<1x48x6x6xf32>, tensor<f32>, tensor<i8>) -> tensor<1x48x6x6xi8>
+  %y = onnx.DequantizeLinear(%q2, %so, %z) : (tensor<1x48x6x6xi8>, tensor<f32>, tensor<i8>) -> tensor<1x48x6x6xf32>
+  return %y : tensor<1x48x6x6xf32>
+}
+
+// -----
+
+// 3x3 stride 2: the relayout writes the padded input's four phases (6x6
+// each for a 5x5 output), then nine taps of one 64-byte K tile.
+// CHECK-LABEL: func.func @qatc_layer_1(
+// CHECK-SAME: qatc.kernel = "amx-relayout 4 phases"
+// CHECK: vector<64xi8>
+// CHECK-LABEL: func.func @qatc_layer_2(
+// CHECK-SAME: qatc.kernel = "amx-conv 32x32 9x1 k-tiles (4 phases)"
+// CHECK-COUNT-9: "tdpbusd %tmm7, %tmm5, %tmm3"
+// CHECK-NOT: tdpbusd
+// CHECK: "tilestored %tmm0
+
+func.func @main(%x: tensor<1x64x9x9xf32>) -> tensor<1x32x5x5xf32> {
+  %s = onnx.Constant dense<0.05> : tensor<f32>
+  %z = onnx.Constant dense<0> : tensor<i8>
+  %so = onnx.Constant dense<0.1> : tensor<f32>
+  %ws = onnx.Constant dense<0.01> : tensor<32xf32>
+  %wz = onnx.Constant dense<0> : tensor<32xi8>
+  %wq = onnx.Constant dense<3> : tensor<32x64x3x3xi8>
+  %b = onnx.Constant dense<0.5> : tensor<32xf32>
+  %q = onnx.QuantizeLinear(%x, %s, %z) : (tensor<1x64x9x9xf32>, tensor<f32>, tensor<i8>) -> tensor<1x64x9x9xi8>
+  %dq = onnx.DequantizeLinear(%q, %s, %z) : (tensor<1x64x9x9xi8>, tensor<f32>, tensor<i8>) -> tensor<1x64x9x9xf32>
+  %w = onnx.DequantizeLinear(%wq, %ws, %wz) {axis = 0 : i64} : (tensor<32x64x3x3xi8>, tensor<32xf32>, tensor<32xi8>) -> tensor<32x64x3x3xf32>
+  %c = onnx.Conv(%dq, %w, %b) {kernel_shape = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>} : (tensor<1x64x9x9xf32>, tensor<32x64x3x3xf32>, tensor<32xf32>) -> tensor<1x32x5x5xf32> loc("strided")
+  %r = onnx.Relu(%c) : (tensor<1x32x5x5xf32>) -> tensor<1x32x5x5xf32>
+  %q2 = onnx.QuantizeLinear(%r, %so, %z) : (tensor<1x32x5x5xf32>, tensor<f32>, tensor<i8>) -> tensor<1x32x5x5xi8>
+  %y = onnx.DequantizeLinear(%q2, %so, %z) : (tensor<1x32x5x5xi8>, tensor<f32>, tensor<i8>) -> tensor<1x32x5x5xf32>
+  return %y : tensor<1x32x5x5xf32>
+}
+
+// -----
+
+// The 7x7 stem over 3 channels: one im2col row of 49 taps x 4 bytes (4 K
+// tiles) per output pixel; a kernel row inside the image is one masked
+// copy of 7 x 4 bytes.
+// CHECK-LABEL: func.func @qatc_layer_1(
+// CHECK-SAME: qatc.kernel = "amx-im2col"
+// CHECK: scf.if
+// CHECK: llvm.intr.masked.load {{.*}} -> vector<64xi8>
+// CHECK-LABEL: func.func @qatc_layer_2(
+// CHECK-SAME: qatc.kernel = "amx-conv 32x16 1x4 k-tiles (im2col)"
+// CHECK: scf.for
+// CHECK: "tdpbusd %tmm6, %tmm5, %tmm1"
+
+func.func @main(%x: tensor<1x3x16x16xf32>) -> tensor<1x16x8x8xf32> {
+  %s = onnx.Constant dense<0.05> : tensor<f32>
+  %z = onnx.Constant dense<0> : tensor<i8>
+  %so = onnx.Constant dense<0.1> : tensor<f32>
+  %ws = onnx.Constant dense<0.01> : tensor<16xf32>
+  %wz = onnx.Constant dense<0> : tensor<16xi8>
+  %wq = onnx.Constant dense<3> : tensor<16x3x7x7xi8>
+  %b = onnx.Constant dense<0.5> : tensor<16xf32>
+  %q = onnx.QuantizeLinear(%x, %s, %z) : (tensor<1x3x16x16xf32>, tensor<f32>, tensor<i8>) -> tensor<1x3x16x16xi8>
+  %dq = onnx.DequantizeLinear(%q, %s, %z) : (tensor<1x3x16x16xi8>, tensor<f32>, tensor<i8>) -> tensor<1x3x16x16xf32>
+  %w = onnx.DequantizeLinear(%wq, %ws, %wz) {axis = 0 : i64} : (tensor<16x3x7x7xi8>, tensor<16xf32>, tensor<16xi8>) -> tensor<16x3x7x7xf32>
+  %c = onnx.Conv(%dq, %w, %b) {kernel_shape = array<i64: 7, 7>, strides = array<i64: 2, 2>, pads = array<i64: 3, 3, 3, 3>, dilations = array<i64: 1, 1>} : (tensor<1x3x16x16xf32>, tensor<16x3x7x7xf32>, tensor<16xf32>) -> tensor<1x16x8x8xf32> loc("stem")
+  %r = onnx.Relu(%c) : (tensor<1x16x8x8xf32>) -> tensor<1x16x8x8xf32>
+  %q2 = onnx.QuantizeLinear(%r, %so, %z) : (tensor<1x16x8x8xf32>, tensor<f32>, tensor<i8>) -> tensor<1x16x8x8xi8>
+  %y = onnx.DequantizeLinear(%q2, %so, %z) : (tensor<1x16x8x8xi8>, tensor<f32>, tensor<i8>) -> tensor<1x16x8x8xf32>
+  return %y : tensor<1x16x8x8xf32>
+}
