@@ -29,6 +29,10 @@ def main():
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--runs", type=int, default=300)
     ap.add_argument("--work", default=os.path.join(ROOT, "build", "plan-bench"))
+    ap.add_argument("--compare-target", metavar="TARGET",
+                    help="also compile each Q/DQ model for --target-cpu TARGET "
+                         "(e.g. avx512vnni on an AMX host) and time it in the "
+                         "same run: a column beside qatc int8")
     ap.add_argument("--torch", action="store_true",
                     help="also time PyTorch's int8 engine (FX post-training "
                          "quantization, onednn backend; bench/torch_int8.py) on "
@@ -73,18 +77,31 @@ def main():
             macs, ms = by.get(prec, (0, 0.0))
             pk = q["fp32_peak_gops"] if prec == "fp32" else q["peak_gops"]
             peak = 2 * macs / (ms * 1e-3) / 1e9 / pk * 100 if ms else 0
-            rows.append((name, t, o["median_ms"], q["median_ms"], peak))
+            other = None
+            if args.compare_target and name.endswith("_qdq"):
+                plan2 = os.path.join(args.work, name + "." + args.compare_target + ".plan")
+                if t == args.threads[0]:
+                    subprocess.run([args.qatc, "compile", model, "-o", plan2,
+                                    "--target-cpu", args.compare_target]
+                                   + compile_cmd[5:], check=True, capture_output=True)
+                other = json.loads(subprocess.run(
+                    [args.qatc, "bench", plan2, "--threads", str(t), "--iterations",
+                     str(args.runs), "--json"], check=True, capture_output=True,
+                    text=True).stdout)["median_ms"]
+            rows.append((name, t, o["median_ms"], q["median_ms"], peak, other))
     print(f"{'model':28s} {'thr':>3s} {'ORT ms':>9s} {'qatc ms':>9s} "
           f"{'ORT/qatc':>9s} {'conv %peak':>10s}")
-    for name, t, o, q, p in rows:
+    for name, t, o, q, p, _ in rows:
         print(f"{name:28s} {t:3d} {o:9.4f} {q:9.4f} {o / q:9.2f} {p:10.1f}")
     # Q/DQ exports beside their float twins (NAME_qdq / NAME_float).
     pairs = {}
-    for name, t, o, q, p in rows:
+    for name, t, o, q, p, other in rows:
         for suffix, kind in (("_qdq", "int8"), ("_float", "fp32")):
             if name.endswith(suffix):
                 pairs.setdefault((name[: -len(suffix)], t), {})[kind] = (o, q, p)
-    full = [(k, v) for k, v in pairs.items() if len(v) == 2]
+                if other is not None:
+                    pairs[(name[: -len(suffix)], t)]["other"] = other
+    full = [(k, v) for k, v in pairs.items() if "int8" in v and "fp32" in v]
     # PyTorch's int8 engine on the same architecture (its own quantization
     # of the same seeded model), in the same run.
     torch_ms = {}
@@ -100,19 +117,24 @@ def main():
                 print(r.stderr.strip(), file=sys.stderr)
     if full:
         print()
+        ct = args.compare_target
+        ohead = f" {'int8 ' + ct:>16s} {'vs ' + ct:>14s}" if ct else ""
         print(f"{'model':22s} {'thr':>3s} {'ORT fp32':>9s} {'ORT int8':>9s} "
               f"{'torch int8':>10s} {'qatc fp32':>9s} {'qatc int8':>9s}  "
               f"{'vs ORT int8':>11s} {'vs ORT fp32':>11s} {'vs torch':>9s} "
-              f"{'vs own fp32':>11s} {'int8 conv %peak':>15s}")
+              f"{'vs own fp32':>11s} {'int8 conv %peak':>15s}{ohead}")
         for (base, t), v in full:
             of, qf, _ = v["fp32"]
             oi, qi, pi = v["int8"]
             tm = torch_ms.get((base, t))
             tcol = f"{tm:10.3f}" if tm else f"{'-':>10s}"
             tvs = f"{tm / qi:8.2f}x" if tm else f"{'-':>9s}"
+            ocol = ""
+            if ct and "other" in v:
+                ocol = f" {v['other']:16.3f} {v['other'] / qi:13.2f}x"
             print(f"{base:22s} {t:3d} {of:9.3f} {oi:9.3f} {tcol} {qf:9.3f} "
                   f"{qi:9.3f}  {oi / qi:10.2f}x {of / qi:10.2f}x {tvs} "
-                  f"{qf / qi:10.2f}x {pi:15.1f}")
+                  f"{qf / qi:10.2f}x {pi:15.1f}{ocol}")
     return 0
 
 
