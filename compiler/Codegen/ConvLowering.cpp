@@ -119,6 +119,15 @@ bool GraphLowering::amxConv(
   // kernel is faster there (ResNet-50's 2048 x 1000 fc: 43 against 68 us).
   if (P < 2)
     return false;
+  // A fused elementwise chain (SiLU, HardSwish: 20 to 30 vector
+  // instructions per 16 outputs) costs more in the tile kernel's epilogue
+  // (read back from memory, the tile unit idle meanwhile) than the VNNI
+  // kernel saves on products of 256 input bytes or fewer per output.
+  // EfficientNet-B0 int8, Xeon family 6 model 207: 7.2 -> 6.1 ms with its
+  // expansion layers on VNNI; whole-model medians with residual epilogues
+  // or small plain layers on VNNI were no faster (ResNet-50 slower).
+  if (s.ep.chain && s.KH * s.KW * s.IC <= 256)
+    return false;
   const int64_t colTiles = ceilDiv(s.OC, 16);
   AmxSpec a;
   a.OC = s.OC;

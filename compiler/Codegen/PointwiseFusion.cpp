@@ -91,11 +91,7 @@ std::optional<ScalarFn> elementwiseBody(Operation *op) {
       .Case<onnx::SigmoidOp>([](auto) -> ScalarFn {
         return [](KB &k, ArrayRef<Value> v) -> Value {
           // 1 / (1 + exp(-x)), as the reference.
-          OpBuilder &b = k.b;
-          Value e = k.exp(b.create<arith::NegFOp>(k.loc, v[0]));
-          Value one = fconst(k, v[0], 1.f);
-          return b.create<arith::DivFOp>(
-              k.loc, one, b.create<arith::AddFOp>(k.loc, one, e));
+          return k.sigmoid(v[0]);
         };
       })
       .Case<onnx::HardSigmoidOp, onnx::HardSwishOp>(

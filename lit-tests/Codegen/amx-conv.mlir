@@ -6,7 +6,8 @@
 // epilogue. The epilogue's quantization multiplies by the scale's
 // reciprocal with an FMA correction (no division). A stride-1 1x1 conv
 // reads its input in place; a padded or strided one reads a relayout of
-// the stride's phases; a conv over 3 channels reads im2col rows.
+// the stride's phases; a conv over 3 channels reads im2col rows; a conv
+// with a fused chain over few input channels stays on the VNNI kernel.
 //
 // RUN: qatc-opt %s --split-input-file --qat-lower --qat-layer-functions=target-cpu=amx | FileCheck %s
 
@@ -112,4 +113,40 @@ func.func @main(%x: tensor<1x3x16x16xf32>) -> tensor<1x16x8x8xf32> {
   %q2 = onnx.QuantizeLinear(%r, %so, %z) : (tensor<1x16x8x8xf32>, tensor<f32>, tensor<i8>) -> tensor<1x16x8x8xi8>
   %y = onnx.DequantizeLinear(%q2, %so, %z) : (tensor<1x16x8x8xi8>, tensor<f32>, tensor<i8>) -> tensor<1x16x8x8xf32>
   return %y : tensor<1x16x8x8xf32>
+}
+
+// -----
+
+// A fused SiLU over 16 input channels stays on the VNNI kernel (the
+// chain's epilogue costs more from the tile kernel's buffer than the tiles
+// save), its epilogues 8 pixels at a time; the sigmoid's reciprocal is
+// vrcp14ps and a Newton step, the quantization a multiplication by the
+// scale's reciprocal: no division.
+// CHECK-LABEL: func.func @qatc_layer_1(
+// CHECK-SAME: qatc.kernel = "vnni-conv 12x32 +sigmoid+mul+quantize"
+// CHECK-NOT: tdpbusd
+// CHECK: llvm.x86.avx512.vpdpbusd.512
+// CHECK-NOT: arith.divf
+// CHECK: "llvm.x86.avx512.rcp14.ps.512"
+// CHECK-NOT: arith.divf
+// CHECK: math.fma {{.*}} : vector<128xf32>
+// CHECK-NOT: arith.divf
+// CHECK: func.func @qatc_layer_2(
+func.func @main(%x: tensor<1x16x8x8xf32>) -> tensor<1x32x8x8xf32> {
+  %s = onnx.Constant dense<0.05> : tensor<f32>
+  %z = onnx.Constant dense<0> : tensor<i8>
+  %so = onnx.Constant dense<0.1> : tensor<f32>
+  %ws = onnx.Constant dense<0.01> : tensor<32xf32>
+  %wz = onnx.Constant dense<0> : tensor<32xi8>
+  %wq = onnx.Constant dense<3> : tensor<32x16x1x1xi8>
+  %b = onnx.Constant dense<0.5> : tensor<32xf32>
+  %q = onnx.QuantizeLinear(%x, %s, %z) : (tensor<1x16x8x8xf32>, tensor<f32>, tensor<i8>) -> tensor<1x16x8x8xi8>
+  %dq = onnx.DequantizeLinear(%q, %s, %z) : (tensor<1x16x8x8xi8>, tensor<f32>, tensor<i8>) -> tensor<1x16x8x8xf32>
+  %w = onnx.DequantizeLinear(%wq, %ws, %wz) {axis = 0 : i64} : (tensor<32x16x1x1xi8>, tensor<32xf32>, tensor<32xi8>) -> tensor<32x16x1x1xf32>
+  %c = onnx.Conv(%dq, %w, %b) {kernel_shape = array<i64: 1, 1>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : (tensor<1x16x8x8xf32>, tensor<32x16x1x1xf32>, tensor<32xf32>) -> tensor<1x32x8x8xf32> loc("expand")
+  %sg = onnx.Sigmoid(%c) : (tensor<1x32x8x8xf32>) -> tensor<1x32x8x8xf32>
+  %m = onnx.Mul(%c, %sg) : (tensor<1x32x8x8xf32>, tensor<1x32x8x8xf32>) -> tensor<1x32x8x8xf32>
+  %q2 = onnx.QuantizeLinear(%m, %so, %z) : (tensor<1x32x8x8xf32>, tensor<f32>, tensor<i8>) -> tensor<1x32x8x8xi8>
+  %y = onnx.DequantizeLinear(%q2, %so, %z) : (tensor<1x32x8x8xi8>, tensor<f32>, tensor<i8>) -> tensor<1x32x8x8xf32>
+  return %y : tensor<1x32x8x8xf32>
 }
