@@ -31,6 +31,15 @@ using namespace qatc::rt;
 
 namespace {
 
+/// Why AMX is missing when `missing` holds its features: the CPU may have it
+/// while the OS or Linux's permission withholds it (" (...)"), else "".
+std::string amxNote(uint64_t missing) {
+  if (!(missing & (plan::kFeatAMXTILE | plan::kFeatAMXINT8)))
+    return "";
+  std::string why = plan::amxUnavailableReason();
+  return why.empty() ? "" : " (" + why + ")";
+}
+
 /// The directory for the plan's code where memfd is missing.
 std::string tempDir() {
   const char *dir = std::getenv("TMPDIR");
@@ -278,7 +287,8 @@ std::unique_ptr<Plan> Plan::fromMultiPlan(const uint8_t *data, size_t size,
   const plan::PathDesc &path = paths[chosen];
   if (uint64_t lacks = path.cpuFeatures & ~host; lacks && options.runnable) {
     error = name + ": code path " + path.target + " needs " +
-            plan::featureNames(lacks) + ", which this CPU lacks";
+            plan::featureNames(lacks) + ", which this CPU lacks" +
+            amxNote(lacks);
     if (runnable >= 0)
       error += " (without " +
                std::string(options.isa.empty() ? "QATC_ISA" : "the choice") +
@@ -359,8 +369,8 @@ std::unique_ptr<Plan> Plan::verify(std::unique_ptr<Plan> p,
   if (missing && options.runnable)
     return fail("this CPU lacks " + plan::featureNames(missing) +
                 ", which the plan's code needs (compiled for " +
-                plan::featureNames(h.cpuFeatures) +
-                "); recompile with --target-cpu matching this machine");
+                plan::featureNames(h.cpuFeatures) + ")" + amxNote(missing) +
+                "; recompile with --target-cpu matching this machine");
   std::string text(reinterpret_cast<const char *>(bytes + h.manifestOffset),
                    h.manifestSize);
   std::string why;
