@@ -253,33 +253,17 @@ bool GraphLowering::amxConv(
     x = newIntTensor(nameOf(op->getResult(0)) + " (amx rows)",
                      {roundUp(bytes, 64) / 4}, plan::ElemType::I32);
     AmxRelayoutSpec r;
-    r.N = s.N;
-    r.H = s.H;
-    r.W = s.W;
-    r.SH = s.SH;
-    r.SW = s.SW;
-    r.PT = s.PT;
-    r.PL = s.PL;
+    static_cast<ConvSpec &>(r) = s;
     r.Hq = Hq;
     r.Wq = Wq;
-    r.inCS = s.inCS;
     r.xc = xc;
     r.phases = phases;
     r.im2col = im2col;
-    r.OH = s.OH;
-    r.OW = s.OW;
-    r.KH = s.KH;
-    r.KW = s.KW;
-    r.DH = s.DH;
-    r.DW = s.DW;
     r.rowBytes = im2colBytes;
-    r.padRowOff = s.padRowOff;
     addLayer(op, "amx-" + (im2col ? what : "relayout " + what), "int8",
              bytes > 32768, 0, {in}, {x}, [=](KB &k) {
                AmxRelayoutSpec spec = r;
-               ConvSpec c;
-               bindConv(c, in, outT, -1);
-               spec.inOff = c.inOff;
+               bindConv(spec, in, outT, -1);
                spec.outOff = tensors[x].desc.offset;
                emitAmxRelayout(k, spec);
              });

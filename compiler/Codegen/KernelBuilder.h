@@ -288,21 +288,20 @@ struct AmxSpec {
 void emitAmxConv(KB &k, const AmxSpec &s);
 
 /// The A operand of an AMX convolution, written before it by a layer of its
-/// own (emitAmxRelayout): for each phase (a, b) of the stride, the padded
-/// input's pixels (i * SH + a, j * SW + b) for i < Hq, j < Wq as rows of
-/// `xc` bytes (the image's N, then i, then j), padding read from `padRowOff`.
-/// Output pixel (oh, ow)'s tap (kh, kw) is then row (oh + kh * DH / SH) * Wq
-/// + ow + kw * DW / SW of phase (kh * DH % SH, kw * DW % SW): every tap of a
-/// tile of rows is one strided tile load.
-struct AmxRelayoutSpec {
-  int64_t N = 1, H = 1, W = 1, SH = 1, SW = 1, PT = 0, PL = 0;
-  int64_t Hq = 1, Wq = 1;
-  int64_t inOff = 0, inCS = 0, xc = 0, outOff = 0, padRowOff = 0;
+/// own (emitAmxRelayout) from the window's input (ConvSpec: its input, the
+/// padding row; `outOff` is where the rows go): for each phase (a, b) of the
+/// stride, the padded input's pixels (i * SH + a, j * SW + b) for i < Hq,
+/// j < Wq as rows of `xc` bytes (the image's N, then i, then j). Output
+/// pixel (oh, ow)'s tap (kh, kw) is then row (oh + kh * DH / SH) * Wq + ow +
+/// kw * DW / SW of phase (kh * DH % SH, kw * DW % SW): every tap of a tile
+/// of rows is one strided tile load.
+struct AmxRelayoutSpec : ConvSpec {
+  int64_t Hq = 1, Wq = 1, xc = 0;
   std::vector<std::pair<int64_t, int64_t>> phases;
   /// Im2col instead: one row of `rowBytes` per output pixel holding every
   /// tap's `xc` bytes, kh then kw.
   bool im2col = false;
-  int64_t OH = 1, OW = 1, KH = 1, KW = 1, DH = 1, DW = 1, rowBytes = 0;
+  int64_t rowBytes = 0;
 };
 void emitAmxRelayout(KB &k, const AmxRelayoutSpec &s);
 
