@@ -155,18 +155,6 @@ __attribute__((target("avx2,fma"))) void fma256(int64_t n) {
 }
 #undef QATC_CHAINS
 
-bool hasAmxInt8() {
-  // CPUID leaf 7 subleaf 0: EDX bit 25 AMX-INT8, bit 24 AMX-TILE.
-  unsigned a = 0, b = 0, c = 0, d = 0;
-  __asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(7), "c"(0));
-  return (d & (1u << 25)) && (d & (1u << 24));
-}
-
-bool hasAvxVnni() {
-  unsigned a = 0, b = 0, c = 0, d = 0;
-  __asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(7), "c"(1));
-  return a & (1u << 4);
-}
 #endif
 
 } // namespace
@@ -197,14 +185,17 @@ qatc::rt::HostPeak qatc::rt::measureHostPeak() {
 #if defined(__x86_64__)
   __builtin_cpu_init();
   constexpr int64_t n = 1 << 16; // 16 instructions per iteration
-  if (hasAmxInt8()) {
+  // The feature checks the plan loader makes (AMX only where this process
+  // may use it).
+  const uint64_t features = plan::hostFeatures();
+  if (features & plan::kFeatAMXINT8) {
     p.int8Gops = 2048.0 * p.ghz;
     p.int8Unit = "AMX tdpbssd, 2048 ops/cycle x measured clock";
   } else if (__builtin_cpu_supports("avx512vnni")) {
     // 16 lanes x 4 multiply-adds x 2 ops per vpdpbusd.
     p.int8Gops = bestRate(16 * 128 / 1e9, n, vnni512);
     p.int8Unit = "AVX-512 VNNI vpdpbusd, measured";
-  } else if (hasAvxVnni()) {
+  } else if (features & plan::kFeatAVXVNNI) {
     p.int8Gops = bestRate(16 * 64 / 1e9, n, vnni256);
     p.int8Unit = "AVX-VNNI vpdpbusd, measured";
   } else if (__builtin_cpu_supports("avx2")) {

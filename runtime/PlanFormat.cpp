@@ -205,10 +205,6 @@ std::string featureNames(uint64_t mask) {
   return s.empty() ? "none" : s;
 }
 
-#if defined(__x86_64__) || defined(__i386__)
-static bool cpuHasAmx();
-#endif
-
 uint64_t hostFeatures() {
   uint64_t m = 0;
 #if defined(__x86_64__) || defined(__i386__)
@@ -232,13 +228,14 @@ uint64_t hostFeatures() {
   __asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(7), "c"(1));
   if (a & (1u << 4))
     m |= kFeatAVXVNNI;
-  if (cpuHasAmx() && amxUnavailableReason().empty())
+  // The CPU's AMX, where this process may use it.
+  if (amxUnavailableReason().empty())
     m |= kFeatAMXTILE | kFeatAMXINT8;
 #endif
   return m;
 }
 
-#if defined(__x86_64__) || defined(__i386__)
+#if defined(__linux__) && defined(__x86_64__)
 static bool cpuHasAmx() {
   // CPUID leaf 7 subleaf 0: EDX bit 24 AMX-TILE, bit 25 AMX-INT8.
   unsigned a = 0, b = 0, c = 0, d = 0;

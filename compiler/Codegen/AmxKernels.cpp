@@ -102,16 +102,9 @@ void qatc::codegen::emitAmxConv(KB &k, const AmxSpec &s) {
   const int64_t colBlocks = s.colBlocks();
   const int64_t stepBytes = NT * 1024;
   Value stride64 = k.c(64), stride0 = k.c(0), aStride = k.c(s.aStride);
-  // Row blocks outside, channel blocks inside: a thread's A rows stay in L1
-  // while the weights stream from L2.
-  auto blockOf = [&](Value idx) -> std::pair<Value, Value> {
-    Value rb = k.div(idx, k.c(colBlocks)), cb = k.rem(idx, k.c(colBlocks));
-    return {k.mul(rb, k.c(16 * MT)), cb};
-  };
-  // The block's products, left in tmm0-3.
-  auto products = [&](Value idx) {
-    auto [v0, cb] = blockOf(idx);
-    Value n0 = k.mul(cb, k.c(16 * NT));
+  // The products of the block of rows from v0 and channel block cb (first
+  // channel n0), left in tmm0-3.
+  auto products = [&](Value v0, Value cb, Value n0) {
     for (int64_t i = 0; i < MT; ++i)
       for (int64_t j = 0; j < NT; ++j)
         tileLoad(k, i * NT + j,
@@ -154,10 +147,8 @@ void qatc::codegen::emitAmxConv(KB &k, const AmxSpec &s) {
   };
   auto accType = VectorType::get({16}, k.i32);
   const int64_t outBytes = s.ep.quantOut ? 1 : 4;
-  // The epilogue of a block whose accumulators are in `buffer`.
-  auto epilogue = [&](Value idx, Value buffer) {
-    auto [v0, cb] = blockOf(idx);
-    Value n0 = k.mul(cb, k.c(16 * NT));
+  // The block's epilogue, its accumulators in `scratch`.
+  auto epilogue = [&](Value v0, Value n0) {
     for (int64_t j = 0; j < NT; ++j) {
       Value c = k.add(n0, k.c(16 * j));
       Value mask = k.prefixMask(16, k.sub(k.c(s.OC), c));
@@ -166,7 +157,7 @@ void qatc::codegen::emitAmxConv(KB &k, const AmxSpec &s) {
           SmallVector<Value> accs, outs, res;
           for (int64_t r = r0; r < r0 + 4; ++r) {
             accs.push_back(
-                k.load(accType, k.gep(buffer, (i * NT + j) * 1024 + r * 64)));
+                k.load(accType, k.gep(scratch, (i * NT + j) * 1024 + r * 64)));
             auto [valid, p] = pixelOf(k.add(v0, k.c(16 * i + r)));
             outs.push_back(k.select(
                 valid,
@@ -189,20 +180,21 @@ void qatc::codegen::emitAmxConv(KB &k, const AmxSpec &s) {
   // best), though a microbenchmark overlaps tdpbusd with FMAs.
   auto [begin, end] = k.share(s.rowBlocks() * colBlocks);
   k.loop(begin, end, 1, [&](Value idx) {
-    products(idx);
+    // Row blocks outside, channel blocks inside: a thread's A rows stay in
+    // L1 while the weights stream from L2.
+    Value cb = k.rem(idx, k.c(colBlocks));
+    Value v0 = k.mul(k.div(idx, k.c(colBlocks)), k.c(16 * MT));
+    Value n0 = k.mul(cb, k.c(16 * NT));
+    products(v0, cb, n0);
     for (int64_t t = 0; t < blockTiles; ++t)
       tileStore(k, t, k.gep(scratch, t * 1024), stride64);
-    epilogue(idx, scratch);
+    epilogue(v0, n0);
   });
   asmStatement(k, "tilerelease", "", {});
 }
 
 void qatc::codegen::emitAmxRelayout(KB &k, const AmxRelayoutSpec &s) {
   Value padRow = k.gep(k.weights, s.padRowOff);
-  auto pixel = [&](Value n, Value ih, Value iw) {
-    Value p = k.add(k.mul(k.add(k.mul(n, k.c(s.H)), ih), k.c(s.W)), iw);
-    return k.at(s.inOff, p, s.inCS);
-  };
   if (s.im2col) {
     // One row per output pixel: each kernel row's taps, a contiguous run of
     // the input when the whole row lies inside the image.
@@ -221,9 +213,8 @@ void qatc::codegen::emitAmxRelayout(KB &k, const AmxRelayoutSpec &s) {
         auto perTap = [&] {
           k.loop(k.c(0), k.c(s.KW), 1, [&](Value kw) {
             Value iw = k.add(iw0, k.mul(kw, k.c(s.DW)));
-            Value ok = k.andi(rowOk, k.lt(iw, k.c(s.W)));
             copyBytes(k, k.gep(dst, k.mul(kw, k.c(s.xc))),
-                      k.select(ok, pixel(n, ih, iw), padRow), s.xc);
+                      tapPointer(k, s, n, ih, iw, rowOk, padRow), s.xc);
           });
         };
         if (!runs) {
@@ -233,7 +224,10 @@ void qatc::codegen::emitAmxRelayout(KB &k, const AmxRelayoutSpec &s) {
         // Unsigned: a negative first column fails too.
         Value inside = k.andi(rowOk, k.lt(iw0, k.c(s.W - s.KW + 1)));
         k.ifElse(
-            inside, [&] { copyBytes(k, dst, pixel(n, ih, iw0), s.KW * s.xc); },
+            inside,
+            [&] {
+              copyBytes(k, dst, pixelPointer(k, s, n, ih, iw0), s.KW * s.xc);
+            },
             perTap);
       });
     });
@@ -251,9 +245,8 @@ void qatc::codegen::emitAmxRelayout(KB &k, const AmxRelayoutSpec &s) {
                        r, s.Wq * s.xc);
       k.loop(k.c(0), k.c(s.Wq), 1, [&](Value j) {
         Value iw = k.sub(k.add(k.mul(j, k.c(s.SW)), k.c(b)), k.c(s.PL));
-        Value ok = k.andi(rowOk, k.lt(iw, k.c(s.W)));
         copyBytes(k, k.gep(dst, k.mul(j, k.c(s.xc))),
-                  k.select(ok, pixel(n, ih, iw), padRow), s.xc);
+                  tapPointer(k, s, n, ih, iw, rowOk, padRow), s.xc);
       });
     });
   }

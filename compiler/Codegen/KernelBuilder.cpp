@@ -561,19 +561,21 @@ namespace {
 /// VNNI kernel there: 6.0 -> 5.5 ms, Xeon family 6 model 207).
 size_t epilogueBatch(const KB &k) { return k.reciprocalDivision ? 8 : 4; }
 
-/// The address of input pixel (n, ih, iw) of `s`, inside the image.
-Value pixelPointer(KB &k, const ConvSpec &s, Value n, Value ih, Value iw) {
+} // namespace
+
+Value qatc::codegen::pixelPointer(KB &k, const ConvSpec &s, Value n, Value ih,
+                                  Value iw) {
   Value pixel = k.add(k.mul(k.add(k.mul(n, k.c(s.H)), ih), k.c(s.W)), iw);
   return k.at(s.inOff, pixel, s.inCS * (s.int8 ? 1 : 4));
 }
 
-/// The address of input pixel (n, ih, iw) of `s`, or of the padding row
-/// when it lies outside the image (`rowOk`: ih is inside).
-Value tapPointer(KB &k, const ConvSpec &s, Value n, Value ih, Value iw,
-                 Value rowOk, Value padRow) {
+Value qatc::codegen::tapPointer(KB &k, const ConvSpec &s, Value n, Value ih,
+                                Value iw, Value rowOk, Value padRow) {
   Value ok = k.andi(rowOk, k.lt(iw, k.c(s.W)));
   return k.select(ok, pixelPointer(k, s, n, ih, iw), padRow);
 }
+
+namespace {
 
 /// The epilogues of 16 channels from `c` of output pixels `pix` (flat
 /// N*OH*OW indices) of `s`, in batches of epilogueBatch: one chain of

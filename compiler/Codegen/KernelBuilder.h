@@ -305,6 +305,15 @@ struct AmxRelayoutSpec : ConvSpec {
 };
 void emitAmxRelayout(KB &k, const AmxRelayoutSpec &s);
 
+/// The address of input pixel (n, ih, iw) of the window `s` (its input:
+/// inOff, inCS, int8), inside the image.
+mlir::Value pixelPointer(KB &k, const ConvSpec &s, mlir::Value n,
+                         mlir::Value ih, mlir::Value iw);
+/// The same, or the padding row `padRow` when the pixel lies outside the
+/// image (`rowOk`: ih is inside; iw is checked here, unsigned).
+mlir::Value tapPointer(KB &k, const ConvSpec &s, mlir::Value n, mlir::Value ih,
+                       mlir::Value iw, mlir::Value rowOk, mlir::Value padRow);
+
 /// The addresses of the KH * KW taps (row-major) of output pixel (n, oh, ow)
 /// of the window `s` (its input: inOff, inCS, int8); a tap outside the image
 /// points at `padRow`.
