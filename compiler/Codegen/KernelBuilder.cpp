@@ -858,7 +858,7 @@ static void emitDepthwiseColumns(KB &k, Isa isa, const DepthwiseSpec &s) {
     // mask): the whole tiles [first, end), and the tail tile in the last
     // chunk.
     auto block = [&](int64_t nrows, Value c0, int64_t lanes, Value first,
-                     Value end) {
+                     Value end, bool checkRows) {
       Value mask = k.prefixMask(16, k.c(lanes));
       Value zero = k.splatI(0, 16, k.i8);
       Value corr = k.load(v16i32, k.weightsAt(s.corrOff, c0, 4));
@@ -866,31 +866,45 @@ static void emitDepthwiseColumns(KB &k, Isa isa, const DepthwiseSpec &s) {
       for (int64_t i = 0; i < s.KW * R * groups; ++i)
         w.push_back(
             k.load(v16i32, k.weightsAt(s.weightOff + i * C16 * 4, c0, 4)));
-      // Row group g of input column iw (the padding row outside the image).
-      auto column = [&](Value iw, int64_t g) {
-        Value colOk = k.lt(iw, k.c(s.W));
+      // Row group g of input column iw: the padding row where the row
+      // (`checkRows`) or the column (`checkCol`) may lie outside the image.
+      // Where neither is checked a tap's address is its row's pointer plus a
+      // constant, with no scalar work per column.
+      SmallVector<Value> rowBase; // row t's pixel 0, channel c0
+      for (int64_t t = 0; t < span; ++t)
+        rowBase.push_back(k.gep(k.at(s.inOff, rowPix[t], s.inCS), c0));
+      auto column = [&](Value iw0, int64_t j, int64_t g, bool checkCol) {
+        Value iw = k.add(iw0, k.c(j));
+        Value colOk = checkCol ? k.lt(iw, k.c(s.W)) : Value();
+        // iw0 * inCS + j * inCS, not (iw0 + j) * inCS: the constant folds
+        // into the load's displacement.
+        Value colOff = k.add(k.mul(iw0, k.c(s.inCS)), k.c(j * s.inCS));
         SmallVector<Value> x;
         for (int64_t t = 4 * g; t < 4 * g + 4; ++t) {
           if (t >= span) {
             x.push_back(zero);
             continue;
           }
-          Value p =
-              k.select(k.andi(rowOk[t], colOk),
-                       k.at(s.inOff, k.add(rowPix[t], iw), s.inCS), padRow);
-          x.push_back(k.maskedLoad(vIn, k.gep(p, c0), mask, zero));
+          Value p = k.gep(rowBase[t], colOff);
+          Value ok = checkRows ? rowOk[t] : Value();
+          if (checkCol)
+            ok = ok ? k.andi(ok, colOk) : colOk;
+          if (ok)
+            p = k.select(ok, p, k.gep(padRow, c0));
+          x.push_back(lanes == 16 ? k.load(vIn, p)
+                                  : k.maskedLoad(vIn, p, mask, zero));
         }
         return interleaveRows(k, isa, x);
       };
       // Pixels [ow0, ow0 + np) of the rows; `in` holds the first `carried`
       // columns ([column][row group]), the result the next tile's.
-      auto tile = [&](Value ow0, int64_t np, ValueRange in) {
+      auto tile = [&](Value ow0, int64_t np, ValueRange in, bool checkCol) {
         Value iw0 = k.sub(k.mul(ow0, k.c(s.SW)), k.c(s.PL));
         SmallVector<Value> acc(nrows * np, corr), out;
         for (int64_t j = 0; j < (np - 1) * s.SW + s.KW; ++j)
           for (int64_t g = 0; g < groups; ++g) {
-            Value col = j < carried ? in[j * groups + g]
-                                    : column(k.add(iw0, k.c(j)), g);
+            Value col =
+                j < carried ? in[j * groups + g] : column(iw0, j, g, checkCol);
             if (j >= np * s.SW)
               out.push_back(col);
             for (int64_t r = 0; r < nrows; ++r)
@@ -916,30 +930,50 @@ static void emitDepthwiseColumns(KB &k, Isa isa, const DepthwiseSpec &s) {
       Value iwFirst = k.sub(k.mul(first, k.c(s.SW)), k.c(s.PL));
       for (int64_t j = 0; j < carried; ++j)
         for (int64_t g = 0; g < groups; ++g)
-          carry.push_back(column(k.add(iwFirst, k.c(j)), g));
+          carry.push_back(column(iwFirst, j, g, true));
       if (full)
         carry =
             k.loop(first, end, kPixels, carry, [&](Value ow0, ValueRange in) {
-              return tile(ow0, kPixels, in);
+              if (checkRows)
+                return tile(ow0, kPixels, in, true);
+              // Within a band inside the image only the tiles at the
+              // row's ends read columns outside it: the others take the
+              // version without checks.
+              Value iw0 = k.sub(k.mul(ow0, k.c(s.SW)), k.c(s.PL));
+              Value lo = k.add(iw0, k.c(carried));
+              Value hi = k.add(iw0, k.c((kPixels - 1) * s.SW + s.KW - 1));
+              return k.ifElseValues(
+                  k.andi(k.lt(lo, k.c(s.W)), k.lt(hi, k.c(s.W))),
+                  [&] { return tile(ow0, kPixels, in, false); },
+                  [&] { return tile(ow0, kPixels, in, true); });
             });
       if (tail)
         k.ifElse(
             k.b.create<arith::CmpIOp>(k.loc, arith::CmpIPredicate::eq, chunkIdx,
                                       k.c(chunks - 1)),
-            [&] { tile(k.c(full), tail, carry); }, nullptr);
+            [&] { tile(k.c(full), tail, carry, true); }, nullptr);
     };
     Value first = k.mul(chunkIdx, k.c(chunk));
     Value last =
         k.b.create<arith::MinSIOp>(k.loc, k.add(first, k.c(chunk)), k.c(full));
     Value c0 = k.mul(blk, k.c(16));
     // The remainder rows and channels take their own constant versions.
+    // A band whose input rows all lie inside the image (all but the first
+    // and last few) takes a version with no row checks.
     auto rows = [&](int64_t lanes) {
-      if (s.OH % R == 0)
-        return block(R, c0, lanes, first, last);
+      Value inside = k.andi(rowOk.front(), rowOk.back());
+      if (s.OH % R)
+        inside = k.andi(inside, k.lt(k.add(oh0, k.c(R - 1)), k.c(s.OH)));
       k.ifElse(
-          k.lt(k.add(oh0, k.c(R - 1)), k.c(s.OH)),
-          [&] { block(R, c0, lanes, first, last); },
-          [&] { block(s.OH % R, c0, lanes, first, last); });
+          inside, [&] { block(R, c0, lanes, first, last, false); },
+          [&] {
+            if (s.OH % R == 0)
+              return block(R, c0, lanes, first, last, true);
+            k.ifElse(
+                k.lt(k.add(oh0, k.c(R - 1)), k.c(s.OH)),
+                [&] { block(R, c0, lanes, first, last, true); },
+                [&] { block(s.OH % R, c0, lanes, first, last, true); });
+          });
     };
     if (s.C % 16 == 0)
       return rows(16);

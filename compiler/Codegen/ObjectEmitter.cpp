@@ -179,8 +179,12 @@ LogicalResult qatc::codegen::lowerKernelsToLLVM(ModuleOp kernels,
     }
   }
   PassManager pm(ctx);
-  pm.addPass(createConvertSCFToCFPass());
+  // Vector before SCF: convert-vector-to-llvm simplifies regions with
+  // block merging, which in MLIR 19 can give a merged block's operands the
+  // wrong arguments (a depthwise kernel's i1 load mask became an i32
+  // vector). With the kernels still structured, no two blocks share a region.
   pm.addPass(createConvertVectorToLLVMPass());
+  pm.addPass(createConvertSCFToCFPass());
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createArithToLLVMConversionPass());
   pm.addPass(createConvertControlFlowToLLVMPass());

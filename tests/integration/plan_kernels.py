@@ -354,6 +354,16 @@ CASES = {
                                                    pads=(1, 1, 1, 1), group=200),
     "depthwise_c200_3x3_s2_wide": lambda b: conv_case(
         b, 200, 200, (5, 123), 3, stride=2, pads=(1, 1, 1, 1), group=200),
+    # Bands and tiles inside the image take a version with no bounds
+    # checks: whole tiles whose last one reads the column past the image (W
+    # a multiple of 4; stride 2 with W odd), and a left padding wider than
+    # the columns a tile carries over.
+    "depthwise_c32_3x3_w24": lambda b: conv_case(b, 32, 32, (8, 24), 3,
+                                                 pads=(1, 1, 1, 1), group=32),
+    "depthwise_c48_3x3_s2_w31": lambda b: conv_case(
+        b, 48, 48, (9, 31), 3, stride=2, pads=(1, 1, 1, 1), group=48),
+    "depthwise_c16_3x3_s2_pad2": lambda b: conv_case(
+        b, 16, 16, (9, 40), 3, stride=2, pads=(1, 2, 1, 2), group=16),
     # AMX tile kernels (on an AMX host as host): the stride's four phases in
     # batches, a channel block past the last channel; taps read in place
     # (no padding) with a kernel row as one K run; dilation through the
