@@ -366,7 +366,6 @@ LogicalResult GraphLowering::lowerConv(Operation *op, bool int8, int in, int o,
   s.outCS = tensors[o].desc.channelStride;
   s.corrOff = corrOff;
   int64_t C16 = roundUp(IC, 16);
-  s.padRowOff = padRow(int8, x.zp, C16);
   s.ep = ep;
   // f32: [kh*kw][C16]. int8: [kw][output row][row group][C16][4 rows]
   // without dilation (the column kernel), else [tap group][C16][4 taps]; zero
@@ -374,6 +373,9 @@ LogicalResult GraphLowering::lowerConv(Operation *op, bool int8, int in, int o,
   s.columns = int8 && s.DH == 1 && s.DW == 1;
   if (s.columns)
     s.chooseRows();
+  // The column kernel's rows outside the image point at a whole row of the
+  // zero point (its padding plane), the others' taps at one pixel of it.
+  s.padRowOff = padRow(int8, x.zp, s.columns ? s.W * s.inCS + C16 : C16);
   int64_t rowGroups = s.rowGroups();
   int64_t groups = s.columns ? KW * s.rows * rowGroups : (KH * KW + 3) / 4;
   std::vector<int8_t> packed8(int8 ? groups * C16 * 4 : 0, 0);

@@ -823,7 +823,8 @@ static void emitDepthwiseColumns(KB &k, Isa isa, const DepthwiseSpec &s) {
   const int64_t bands = (s.OH + R - 1) / R;
   auto vIn = VectorType::get({16}, k.i8);
   auto v16i32 = VectorType::get({16}, k.i32);
-  Value padRow = k.gep(k.weights, s.padRowOff);
+  // W pixels of the zero point (lowerDepthwise sizes the padding row so).
+  Value padPlane = k.gep(k.weights, s.padRowOff);
   // A band's whole tiles go in chunks whose input rows (band rows x chunk
   // columns x C bytes) stay in L1 while a channel block sweeps them; a
   // chunk starts its carried columns afresh, and the last one ends with the
@@ -858,7 +859,7 @@ static void emitDepthwiseColumns(KB &k, Isa isa, const DepthwiseSpec &s) {
     // mask): the whole tiles [first, end), and the tail tile in the last
     // chunk.
     auto block = [&](int64_t nrows, Value c0, int64_t lanes, Value first,
-                     Value end, bool checkRows) {
+                     Value end) {
       Value mask = k.prefixMask(16, k.c(lanes));
       Value zero = k.splatI(0, 16, k.i8);
       Value corr = k.load(v16i32, k.weightsAt(s.corrOff, c0, 4));
@@ -866,16 +867,25 @@ static void emitDepthwiseColumns(KB &k, Isa isa, const DepthwiseSpec &s) {
       for (int64_t i = 0; i < s.KW * R * groups; ++i)
         w.push_back(
             k.load(v16i32, k.weightsAt(s.weightOff + i * C16 * 4, c0, 4)));
-      // Row group g of input column iw: the padding row where the row
-      // (`checkRows`) or the column (`checkCol`) may lie outside the image.
-      // Where neither is checked a tap's address is its row's pointer plus a
-      // constant, with no scalar work per column.
-      SmallVector<Value> rowBase; // row t's pixel 0, channel c0
+      // Each band row's pixel 0 at channel c0; a row outside the image
+      // points at the padding plane, a whole row of the zero point, so no
+      // tap checks its row.
+      Value padAt = k.gep(padPlane, c0);
+      SmallVector<Value> rowBase;
       for (int64_t t = 0; t < span; ++t)
-        rowBase.push_back(k.gep(k.at(s.inOff, rowPix[t], s.inCS), c0));
-      auto column = [&](Value iw0, int64_t j, int64_t g, bool checkCol) {
-        Value iw = k.add(iw0, k.c(j));
-        Value colOk = checkCol ? k.lt(iw, k.c(s.W)) : Value();
+        rowBase.push_back(k.select(
+            rowOk[t], k.gep(k.at(s.inOff, rowPix[t], s.inCS), c0), padAt));
+      // Row group g of input column iw0 + j: a tap is its row's pointer
+      // plus the column's offset, or the padding where the column lies
+      // outside the image. `checkCol` asks at run time; a column known at
+      // compile time (`staticIw0`) is decided here.
+      auto column = [&](Value iw0, std::optional<int64_t> staticIw0, int64_t j,
+                        int64_t g, bool checkCol) {
+        std::optional<bool> inside;
+        if (staticIw0)
+          inside = *staticIw0 + j >= 0 && *staticIw0 + j < s.W;
+        Value colOk =
+            checkCol && !inside ? k.lt(k.add(iw0, k.c(j)), k.c(s.W)) : Value();
         // iw0 * inCS + j * inCS, not (iw0 + j) * inCS: the constant folds
         // into the load's displacement.
         Value colOff = k.add(k.mul(iw0, k.c(s.inCS)), k.c(j * s.inCS));
@@ -885,12 +895,9 @@ static void emitDepthwiseColumns(KB &k, Isa isa, const DepthwiseSpec &s) {
             x.push_back(zero);
             continue;
           }
-          Value p = k.gep(rowBase[t], colOff);
-          Value ok = checkRows ? rowOk[t] : Value();
-          if (checkCol)
-            ok = ok ? k.andi(ok, colOk) : colOk;
-          if (ok)
-            p = k.select(ok, p, k.gep(padRow, c0));
+          Value p = inside && !*inside ? padAt : k.gep(rowBase[t], colOff);
+          if (colOk)
+            p = k.select(colOk, p, padAt);
           x.push_back(lanes == 16 ? k.load(vIn, p)
                                   : k.maskedLoad(vIn, p, mask, zero));
         }
@@ -898,13 +905,17 @@ static void emitDepthwiseColumns(KB &k, Isa isa, const DepthwiseSpec &s) {
       };
       // Pixels [ow0, ow0 + np) of the rows; `in` holds the first `carried`
       // columns ([column][row group]), the result the next tile's.
-      auto tile = [&](Value ow0, int64_t np, ValueRange in, bool checkCol) {
+      auto tile = [&](Value ow0, std::optional<int64_t> staticOw0, int64_t np,
+                      ValueRange in, bool checkCol) {
         Value iw0 = k.sub(k.mul(ow0, k.c(s.SW)), k.c(s.PL));
+        std::optional<int64_t> staticIw0;
+        if (staticOw0)
+          staticIw0 = *staticOw0 * s.SW - s.PL;
         SmallVector<Value> acc(nrows * np, corr), out;
         for (int64_t j = 0; j < (np - 1) * s.SW + s.KW; ++j)
           for (int64_t g = 0; g < groups; ++g) {
-            Value col =
-                j < carried ? in[j * groups + g] : column(iw0, j, g, checkCol);
+            Value col = j < carried ? in[j * groups + g]
+                                    : column(iw0, staticIw0, j, g, checkCol);
             if (j >= np * s.SW)
               out.push_back(col);
             for (int64_t r = 0; r < nrows; ++r)
@@ -928,52 +939,43 @@ static void emitDepthwiseColumns(KB &k, Isa isa, const DepthwiseSpec &s) {
       };
       SmallVector<Value> carry;
       Value iwFirst = k.sub(k.mul(first, k.c(s.SW)), k.c(s.PL));
+      std::optional<int64_t> staticFirst;
+      if (chunks == 1)
+        staticFirst = -s.PL;
       for (int64_t j = 0; j < carried; ++j)
         for (int64_t g = 0; g < groups; ++g)
-          carry.push_back(column(iwFirst, j, g, true));
+          carry.push_back(column(iwFirst, staticFirst, j, g, true));
+      // Only the tiles at a row's ends read columns outside the image: the
+      // others take the version without checks.
       if (full)
         carry =
             k.loop(first, end, kPixels, carry, [&](Value ow0, ValueRange in) {
-              if (checkRows)
-                return tile(ow0, kPixels, in, true);
-              // Within a band inside the image only the tiles at the
-              // row's ends read columns outside it: the others take the
-              // version without checks.
               Value iw0 = k.sub(k.mul(ow0, k.c(s.SW)), k.c(s.PL));
               Value lo = k.add(iw0, k.c(carried));
               Value hi = k.add(iw0, k.c((kPixels - 1) * s.SW + s.KW - 1));
               return k.ifElseValues(
                   k.andi(k.lt(lo, k.c(s.W)), k.lt(hi, k.c(s.W))),
-                  [&] { return tile(ow0, kPixels, in, false); },
-                  [&] { return tile(ow0, kPixels, in, true); });
+                  [&] { return tile(ow0, std::nullopt, kPixels, in, false); },
+                  [&] { return tile(ow0, std::nullopt, kPixels, in, true); });
             });
       if (tail)
         k.ifElse(
             k.b.create<arith::CmpIOp>(k.loc, arith::CmpIPredicate::eq, chunkIdx,
                                       k.c(chunks - 1)),
-            [&] { tile(k.c(full), tail, carry, true); }, nullptr);
+            [&] { tile(k.c(full), full, tail, carry, true); }, nullptr);
     };
     Value first = k.mul(chunkIdx, k.c(chunk));
     Value last =
         k.b.create<arith::MinSIOp>(k.loc, k.add(first, k.c(chunk)), k.c(full));
     Value c0 = k.mul(blk, k.c(16));
     // The remainder rows and channels take their own constant versions.
-    // A band whose input rows all lie inside the image (all but the first
-    // and last few) takes a version with no row checks.
     auto rows = [&](int64_t lanes) {
-      Value inside = k.andi(rowOk.front(), rowOk.back());
-      if (s.OH % R)
-        inside = k.andi(inside, k.lt(k.add(oh0, k.c(R - 1)), k.c(s.OH)));
+      if (s.OH % R == 0)
+        return block(R, c0, lanes, first, last);
       k.ifElse(
-          inside, [&] { block(R, c0, lanes, first, last, false); },
-          [&] {
-            if (s.OH % R == 0)
-              return block(R, c0, lanes, first, last, true);
-            k.ifElse(
-                k.lt(k.add(oh0, k.c(R - 1)), k.c(s.OH)),
-                [&] { block(R, c0, lanes, first, last, true); },
-                [&] { block(s.OH % R, c0, lanes, first, last, true); });
-          });
+          k.lt(k.add(oh0, k.c(R - 1)), k.c(s.OH)),
+          [&] { block(R, c0, lanes, first, last); },
+          [&] { block(s.OH % R, c0, lanes, first, last); });
     };
     if (s.C % 16 == 0)
       return rows(16);

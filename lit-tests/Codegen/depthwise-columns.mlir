@@ -1,29 +1,35 @@
 // Tests of the int8 depthwise column kernel (emitDepthwiseColumns): a band
-// of output rows whose input rows all lie inside the image takes a version
-// with no row checks, and within it a tile whose columns all lie inside the
-// image loads each row's 16 bytes at the row's pointer plus an offset, with
-// no select of the padding row; the other bands and tiles check.
+// row outside the image points at the padding plane (a whole row of the
+// zero point), so no tap checks its row; a tile whose columns all lie inside
+// the image loads each row's 16 bytes at the row's pointer plus an offset,
+// with no select, and only the tiles at a row's ends select the padding
+// for their columns (at compile time where the column is known then).
 //
 // RUN: qatc-opt %s --split-input-file --qat-lower --qat-layer-functions=target-cpu=avx512vnni | FileCheck %s
 // RUN: qatc-opt %s --split-input-file --qat-lower --qat-layer-functions=target-cpu=avx512vnni --qat-kernels-to-llvm | FileCheck %s --check-prefix=LLVM
 
-// 32 channels (two whole blocks) on a 12x12 map: the band is inside when
-// its first and last input rows are; the tile when its columns are.
+// 32 channels (two whole blocks) on a 12x10 map: two whole tiles of 4
+// pixels and a tail of 2 per row.
 // CHECK-LABEL: func.func @qatc_layer_1(
 // CHECK-SAME: qatc.kernel = "vnni-depthwise 2x4x16"
-// CHECK: scf.if
+// The band's 4 rows: the row's pixels or the padding plane.
+// CHECK: arith.select %{{.*}}, %{{.*}}, %[[PAD:[0-9]+]] : !llvm.ptr
+// CHECK-COUNT-3: arith.select %{{.*}}, %{{.*}}, %[[PAD]] : !llvm.ptr
+// Column -1, carried into the first tile: the padding, known here.
+// CHECK-COUNT-4: llvm.load %[[PAD]] {{.*}} -> vector<16xi8>
 // CHECK: scf.for {{.*}} -> (vector<16xi32>, vector<16xi32>)
 // CHECK: scf.if {{.*}} -> (vector<16xi32>, vector<16xi32>) {
 // CHECK-NOT: arith.select
 // CHECK-COUNT-4: llvm.load %{{.*}} -> vector<16xi8>
 // CHECK-NOT: arith.select
 // CHECK: } else {
-// CHECK-COUNT-4: arith.select %{{.*}} : !llvm.ptr
-// CHECK: } else {
-// CHECK: scf.for
-// CHECK: arith.select %{{.*}} : !llvm.ptr
+// CHECK-COUNT-4: arith.select %{{.*}}, %{{.*}}, %[[PAD]] : !llvm.ptr
+// The tail (pixels 8 and 9) reads column 10, the padding: no select.
+// CHECK: scf.if %{{.*}} {
+// CHECK-NOT: arith.select
+// CHECK-COUNT-4: llvm.load %[[PAD]] {{.*}} -> vector<16xi8>
 // CHECK: func.func @qatc_layer_2(
-func.func @main(%x: tensor<1x32x12x12xf32>) -> tensor<1x32x12x12xf32> {
+func.func @main(%x: tensor<1x32x12x10xf32>) -> tensor<1x32x12x10xf32> {
   %s = onnx.Constant dense<0.05> : tensor<f32>
   %z = onnx.Constant dense<0> : tensor<ui8>
   %so = onnx.Constant dense<0.1> : tensor<f32>
@@ -31,14 +37,14 @@ func.func @main(%x: tensor<1x32x12x12xf32>) -> tensor<1x32x12x12xf32> {
   %wz = onnx.Constant dense<0> : tensor<32xi8>
   %wq = onnx.Constant dense<3> : tensor<32x1x3x3xi8>
   %b = onnx.Constant dense<0.5> : tensor<32xf32>
-  %q = onnx.QuantizeLinear(%x, %s, %z) : (tensor<1x32x12x12xf32>, tensor<f32>, tensor<ui8>) -> tensor<1x32x12x12xui8>
-  %dq = onnx.DequantizeLinear(%q, %s, %z) : (tensor<1x32x12x12xui8>, tensor<f32>, tensor<ui8>) -> tensor<1x32x12x12xf32>
+  %q = onnx.QuantizeLinear(%x, %s, %z) : (tensor<1x32x12x10xf32>, tensor<f32>, tensor<ui8>) -> tensor<1x32x12x10xui8>
+  %dq = onnx.DequantizeLinear(%q, %s, %z) : (tensor<1x32x12x10xui8>, tensor<f32>, tensor<ui8>) -> tensor<1x32x12x10xf32>
   %w = onnx.DequantizeLinear(%wq, %ws, %wz) {axis = 0 : i64} : (tensor<32x1x3x3xi8>, tensor<32xf32>, tensor<32xi8>) -> tensor<32x1x3x3xf32>
-  %c = onnx.Conv(%dq, %w, %b) {group = 32 : i64, kernel_shape = array<i64: 3, 3>, strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>} : (tensor<1x32x12x12xf32>, tensor<32x1x3x3xf32>, tensor<32xf32>) -> tensor<1x32x12x12xf32> loc("depthwise")
-  %r = onnx.Relu(%c) : (tensor<1x32x12x12xf32>) -> tensor<1x32x12x12xf32>
-  %oq = onnx.QuantizeLinear(%r, %so, %z) : (tensor<1x32x12x12xf32>, tensor<f32>, tensor<ui8>) -> tensor<1x32x12x12xui8>
-  %o = onnx.DequantizeLinear(%oq, %so, %z) : (tensor<1x32x12x12xui8>, tensor<f32>, tensor<ui8>) -> tensor<1x32x12x12xf32>
-  return %o : tensor<1x32x12x12xf32>
+  %c = onnx.Conv(%dq, %w, %b) {group = 32 : i64, kernel_shape = array<i64: 3, 3>, strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>} : (tensor<1x32x12x10xf32>, tensor<32x1x3x3xf32>, tensor<32xf32>) -> tensor<1x32x12x10xf32> loc("depthwise")
+  %r = onnx.Relu(%c) : (tensor<1x32x12x10xf32>) -> tensor<1x32x12x10xf32>
+  %oq = onnx.QuantizeLinear(%r, %so, %z) : (tensor<1x32x12x10xf32>, tensor<f32>, tensor<ui8>) -> tensor<1x32x12x10xui8>
+  %o = onnx.DequantizeLinear(%oq, %so, %z) : (tensor<1x32x12x10xui8>, tensor<f32>, tensor<ui8>) -> tensor<1x32x12x10xf32>
+  return %o : tensor<1x32x12x10xf32>
 }
 
 // -----
