@@ -253,33 +253,49 @@ bool emitLaneReduce(KB &k, const StridedReduce &r, const Nest &n,
     return false;
   const int64_t lanes = 16;
   Type inElem = r.in.elemBytes == 1 ? k.i8 : k.f32;
-  walkOuter(k, n, (inner + lanes - 1) / lanes,
-            [&](ArrayRef<Value> base, Value piece) {
-              Value c0 = k.mul(piece, k.c(lanes));
-              Value outBase = k.add(base[0], c0), inBase = k.add(base[1], c0);
-              Value mask = k.prefixMask(lanes, k.sub(k.c(inner), c0));
-              auto vt = VectorType::get({lanes}, inElem);
-              Value zero = r.in.elemBytes == 1 ? k.splatI(0, lanes, k.i8)
-                                               : k.splatF(0.f, lanes);
-              // One loop per reduced dimension, outer to inner (index order).
-              std::function<Value(size_t, Value, Value)> over =
-                  [&](size_t d, Value off, Value acc) -> Value {
-                if (d == rn.shape.size()) {
-                  Value x = k.maskedLoad(vt, address(k, r.in, off), mask, zero);
-                  return combine({acc, x});
-                }
-                return k.loop(
-                    k.c(0), k.c(rn.shape[d]), 1, ValueRange{acc},
-                    [&](Value j, ValueRange a) -> SmallVector<Value> {
-                      return {over(d + 1,
-                                   k.add(off, k.mul(j, k.c(rn.strides[0][d]))),
-                                   a[0])};
-                    })[0];
-              };
-              Value acc = over(0, inBase, k.splatF(r.init, lanes));
-              k.maskedStore(finish ? finish({acc}) : acc,
-                            address(k, r.out, outBase), mask);
-            });
+  // Up to 4 blocks of 16 results side by side: as many independent chains
+  // of adds, each still in index order (one chain is bound by the add's
+  // latency). A block past the last result has an empty mask.
+  const int64_t blocks = (inner + lanes - 1) / lanes;
+  const int64_t group = std::min<int64_t>(4, blocks);
+  walkOuter(
+      k, n, (blocks + group - 1) / group,
+      [&](ArrayRef<Value> base, Value piece) {
+        auto vt = VectorType::get({lanes}, inElem);
+        Value zero = r.in.elemBytes == 1 ? k.splatI(0, lanes, k.i8)
+                                         : k.splatF(0.f, lanes);
+        SmallVector<Value> c0, mask;
+        for (int64_t g = 0; g < group; ++g) {
+          c0.push_back(
+              k.mul(k.add(k.mul(piece, k.c(group)), k.c(g)), k.c(lanes)));
+          mask.push_back(k.prefixMask(lanes, k.sub(k.c(inner), c0.back())));
+        }
+        // One loop per reduced dimension, outer to inner (index order).
+        std::function<SmallVector<Value>(size_t, Value, ValueRange)> over =
+            [&](size_t d, Value off, ValueRange acc) -> SmallVector<Value> {
+          SmallVector<Value> next;
+          if (d == rn.shape.size()) {
+            for (int64_t g = 0; g < group; ++g) {
+              Value at = k.add(k.add(base[1], c0[g]), off);
+              Value x = k.maskedLoad(vt, address(k, r.in, at), mask[g], zero);
+              next.push_back(combine({acc[g], x}));
+            }
+            return next;
+          }
+          return k.loop(k.c(0), k.c(rn.shape[d]), 1, acc,
+                        [&](Value j, ValueRange a) -> SmallVector<Value> {
+                          return over(
+                              d + 1,
+                              k.add(off, k.mul(j, k.c(rn.strides[0][d]))), a);
+                        });
+        };
+        Value init = k.splatF(r.init, lanes);
+        SmallVector<Value> acc =
+            over(0, k.c(0), SmallVector<Value>(group, init));
+        for (int64_t g = 0; g < group; ++g)
+          k.maskedStore(finish ? finish({acc[g]}) : acc[g],
+                        address(k, r.out, k.add(base[0], c0[g])), mask[g]);
+      });
   return true;
 }
 
