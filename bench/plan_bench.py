@@ -11,7 +11,14 @@ the int8 peak on its conv/matmul layers. Give a Q/DQ model and its float
 twin as separate entries (NAME_qdq.onnx, NAME_float.onnx): a second table
 puts them side by side (ORT fp32, ORT int8, qatc fp32, qatc int8 and qatc
 int8's speedups). Medians only (the machine is shared and noisy).
+
+With --rounds R every measurement (qatc, ORT, the compare target, PyTorch)
+is taken R times, the contenders alternating within each round, and each
+figure is the median of its rounds' medians: a host whose speed changes
+for minutes at a time (another tenant on the core) then slows every
+contender alike instead of whichever ran during it.
 """
+import statistics
 import argparse
 import json
 import os
@@ -28,6 +35,9 @@ def main():
     ap.add_argument("--qatc", default=os.path.join(ROOT, "build", "bin", "qatc"))
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--runs", type=int, default=300)
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="measure everything this many times, alternating, "
+                         "and report the median of the rounds' medians")
     ap.add_argument("--work", default=os.path.join(ROOT, "build", "plan-bench"))
     ap.add_argument("--compare-target", metavar="TARGET",
                     help="also compile each Q/DQ model for --target-cpu TARGET "
@@ -39,7 +49,8 @@ def main():
                          "pairs named after a tests/models/generate.py model")
     args = ap.parse_args()
     os.makedirs(args.work, exist_ok=True)
-    rows = []
+    # Every plan first, then the rounds of measurements.
+    specs = []
     for spec in args.models:
         model, _, feed = spec.partition(":")
         name = os.path.splitext(os.path.basename(model))[0]
@@ -55,40 +66,80 @@ def main():
             compile_cmd.append("--input-shape=%s=%s" % (
                 input_name, "x".join(str(d) for d in shape)))
         subprocess.run(compile_cmd, check=True, capture_output=True)
+        plan2 = None
+        if args.compare_target and name.endswith("_qdq"):
+            plan2 = os.path.join(args.work, name + "." + args.compare_target + ".plan")
+            subprocess.run([args.qatc, "compile", model, "-o", plan2,
+                            "--target-cpu", args.compare_target]
+                           + compile_cmd[5:], check=True, capture_output=True)
+        specs.append((name, model, plan, feeds, plan2))
+
+    def bench(plan, t):
+        return json.loads(subprocess.run(
+            [args.qatc, "bench", plan, "--threads", str(t), "--iterations",
+             str(args.runs), "--json"], check=True, capture_output=True,
+            text=True).stdout)
+
+    samples = {}  # (name, threads) -> {what: [ms per round]}
+    torch_samples = {}
+    for _ in range(args.rounds):
+        for name, model, plan, feeds, plan2 in specs:
+            for t in args.threads:
+                got = samples.setdefault((name, t), {})
+                q = bench(plan, t)
+                env = dict(os.environ, ORT_THREADS=str(t))
+                o = json.loads(subprocess.run(
+                    ["node", os.path.join(ROOT, "tests", "ort", "time.js"), model,
+                     str(args.runs)] + feeds, check=True,
+                    capture_output=True, text=True, env=env).stdout)
+                # Conv/matmul layers of the plan's main precision, against
+                # that precision's peak as `qatc bench` measures it
+                # (rt::measureHostPeak).
+                by = {}
+                for l in q["layers"]:
+                    if l["macs"]:
+                        w = by.setdefault(l["precision"], [0, 0.0])
+                        w[0] += l["macs"]
+                        w[1] += l["ms"]
+                prec = max(by, key=lambda p: by[p][0]) if by else "int8"
+                macs, ms = by.get(prec, (0, 0.0))
+                pk = q["fp32_peak_gops"] if prec == "fp32" else q["peak_gops"]
+                peak = 2 * macs / (ms * 1e-3) / 1e9 / pk * 100 if ms else 0
+                got.setdefault("qatc", []).append(q["median_ms"])
+                got.setdefault("ort", []).append(o["median_ms"])
+                got.setdefault("peak", []).append(peak)
+                if plan2:
+                    got.setdefault("other", []).append(bench(plan2, t)["median_ms"])
+        # PyTorch's int8 engine on the same architecture (its own
+        # quantization of the same seeded model), in the same round.
+        if args.torch:
+            for name, *_ in specs:
+                if not name.endswith("_qdq"):
+                    continue
+                base = name[: -len("_qdq")]
+                if base + "_float" not in [s[0] for s in specs]:
+                    continue
+                for t in args.threads:
+                    if torch_samples.get((base, t)) is False:
+                        continue
+                    r = subprocess.run(
+                        ["/usr/bin/python3", os.path.join(ROOT, "bench", "torch_int8.py"),
+                         base, "--threads", str(t), "--runs", str(min(args.runs, 100))],
+                        capture_output=True, text=True)
+                    if r.returncode == 0:
+                        torch_samples.setdefault((base, t), []).append(
+                            json.loads(r.stdout)["median_ms"])
+                    else:
+                        torch_samples[(base, t)] = False
+                        print(r.stderr.strip(), file=sys.stderr)
+    med = statistics.median
+    rows = []
+    for name, *_ in specs:
         for t in args.threads:
-            q = json.loads(subprocess.run(
-                [args.qatc, "bench", plan, "--threads", str(t), "--iterations",
-                 str(args.runs), "--json"], check=True, capture_output=True,
-                text=True).stdout)
-            env = dict(os.environ, ORT_THREADS=str(t))
-            o = json.loads(subprocess.run(
-                ["node", os.path.join(ROOT, "tests", "ort", "time.js"), model,
-                 str(args.runs)] + feeds, check=True,
-                capture_output=True, text=True, env=env).stdout)
-            # Conv/matmul layers of the plan's main precision, against that
-            # precision's peak as `qatc bench` measures it (rt::measureHostPeak).
-            by = {}
-            for l in q["layers"]:
-                if l["macs"]:
-                    w = by.setdefault(l["precision"], [0, 0.0])
-                    w[0] += l["macs"]
-                    w[1] += l["ms"]
-            prec = max(by, key=lambda p: by[p][0]) if by else "int8"
-            macs, ms = by.get(prec, (0, 0.0))
-            pk = q["fp32_peak_gops"] if prec == "fp32" else q["peak_gops"]
-            peak = 2 * macs / (ms * 1e-3) / 1e9 / pk * 100 if ms else 0
-            other = None
-            if args.compare_target and name.endswith("_qdq"):
-                plan2 = os.path.join(args.work, name + "." + args.compare_target + ".plan")
-                if t == args.threads[0]:
-                    subprocess.run([args.qatc, "compile", model, "-o", plan2,
-                                    "--target-cpu", args.compare_target]
-                                   + compile_cmd[5:], check=True, capture_output=True)
-                other = json.loads(subprocess.run(
-                    [args.qatc, "bench", plan2, "--threads", str(t), "--iterations",
-                     str(args.runs), "--json"], check=True, capture_output=True,
-                    text=True).stdout)["median_ms"]
-            rows.append((name, t, o["median_ms"], q["median_ms"], peak, other))
+            g = samples[(name, t)]
+            rows.append((name, t, med(g["ort"]), med(g["qatc"]), med(g["peak"]),
+                         med(g["other"]) if "other" in g else None))
+    torch_ms = {k: med(v) for k, v in torch_samples.items() if v}
     print(f"{'model':28s} {'thr':>3s} {'ORT ms':>9s} {'qatc ms':>9s} "
           f"{'ORT/qatc':>9s} {'conv %peak':>10s}")
     for name, t, o, q, p, _ in rows:
@@ -102,19 +153,6 @@ def main():
                 if other is not None:
                     pairs[(name[: -len(suffix)], t)]["other"] = other
     full = [(k, v) for k, v in pairs.items() if "int8" in v and "fp32" in v]
-    # PyTorch's int8 engine on the same architecture (its own quantization
-    # of the same seeded model), in the same run.
-    torch_ms = {}
-    if args.torch:
-        for (base, t), _ in full:
-            r = subprocess.run(
-                ["/usr/bin/python3", os.path.join(ROOT, "bench", "torch_int8.py"),
-                 base, "--threads", str(t), "--runs", str(min(args.runs, 100))],
-                capture_output=True, text=True)
-            if r.returncode == 0:
-                torch_ms[(base, t)] = json.loads(r.stdout)["median_ms"]
-            else:
-                print(r.stderr.strip(), file=sys.stderr)
     if full:
         print()
         ct = args.compare_target
