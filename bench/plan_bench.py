@@ -18,10 +18,10 @@ figure is the median of its rounds' medians: a host whose speed changes
 for minutes at a time (another tenant on the core) then slows every
 contender alike instead of whichever ran during it.
 """
-import statistics
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 
@@ -81,7 +81,14 @@ def main():
             text=True).stdout)
 
     samples = {}  # (name, threads) -> {what: [ms per round]}
+    # PyTorch's int8 engine on the same architecture (its own quantization
+    # of the same seeded model), for Q/DQ models with a float twin.
+    names = [s[0] for s in specs]
+    torch_bases = [n[: -len("_qdq")] for n in names
+                   if n.endswith("_qdq") and n[: -len("_qdq")] + "_float" in names] \
+        if args.torch else []
     torch_samples = {}
+    torch_failed = set()
     for _ in range(args.rounds):
         for name, model, plan, feeds, plan2 in specs:
             for t in args.threads:
@@ -110,28 +117,21 @@ def main():
                 got.setdefault("peak", []).append(peak)
                 if plan2:
                     got.setdefault("other", []).append(bench(plan2, t)["median_ms"])
-        # PyTorch's int8 engine on the same architecture (its own
-        # quantization of the same seeded model), in the same round.
-        if args.torch:
-            for name, *_ in specs:
-                if not name.endswith("_qdq"):
+        # PyTorch in the same round; a model it cannot quantize is tried once.
+        for base in torch_bases:
+            for t in args.threads:
+                if (base, t) in torch_failed:
                     continue
-                base = name[: -len("_qdq")]
-                if base + "_float" not in [s[0] for s in specs]:
-                    continue
-                for t in args.threads:
-                    if torch_samples.get((base, t)) is False:
-                        continue
-                    r = subprocess.run(
-                        ["/usr/bin/python3", os.path.join(ROOT, "bench", "torch_int8.py"),
-                         base, "--threads", str(t), "--runs", str(min(args.runs, 100))],
-                        capture_output=True, text=True)
-                    if r.returncode == 0:
-                        torch_samples.setdefault((base, t), []).append(
-                            json.loads(r.stdout)["median_ms"])
-                    else:
-                        torch_samples[(base, t)] = False
-                        print(r.stderr.strip(), file=sys.stderr)
+                r = subprocess.run(
+                    ["/usr/bin/python3", os.path.join(ROOT, "bench", "torch_int8.py"),
+                     base, "--threads", str(t), "--runs", str(min(args.runs, 100))],
+                    capture_output=True, text=True)
+                if r.returncode == 0:
+                    torch_samples.setdefault((base, t), []).append(
+                        json.loads(r.stdout)["median_ms"])
+                else:
+                    torch_failed.add((base, t))
+                    print(r.stderr.strip(), file=sys.stderr)
     med = statistics.median
     rows = []
     for name, *_ in specs:
@@ -139,7 +139,7 @@ def main():
             g = samples[(name, t)]
             rows.append((name, t, med(g["ort"]), med(g["qatc"]), med(g["peak"]),
                          med(g["other"]) if "other" in g else None))
-    torch_ms = {k: med(v) for k, v in torch_samples.items() if v}
+    torch_ms = {k: med(v) for k, v in torch_samples.items()}
     print(f"{'model':28s} {'thr':>3s} {'ORT ms':>9s} {'qatc ms':>9s} "
           f"{'ORT/qatc':>9s} {'conv %peak':>10s}")
     for name, t, o, q, p, _ in rows:

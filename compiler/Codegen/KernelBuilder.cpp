@@ -879,7 +879,7 @@ static void emitDepthwiseColumns(KB &k, Isa isa, const DepthwiseSpec &s) {
   const int64_t bands = (s.OH + R - 1) / R;
   auto vIn = VectorType::get({16}, k.i8);
   auto v16i32 = VectorType::get({16}, k.i32);
-  // W pixels of the zero point (lowerDepthwise sizes the padding row so).
+  // W pixels of the zero point (lowerConv sizes the padding row so).
   Value padPlane = k.gep(k.weights, s.padRowOff);
   // A band's whole tiles go in chunks whose input rows (band rows x chunk
   // columns x C bytes) stay in L1 while a channel block sweeps them; a
@@ -940,18 +940,20 @@ static void emitDepthwiseColumns(KB &k, Isa isa, const DepthwiseSpec &s) {
         std::optional<bool> inside;
         if (staticIw0)
           inside = *staticIw0 + j >= 0 && *staticIw0 + j < s.W;
+        bool padding = inside && !*inside;
         Value colOk =
             checkCol && !inside ? k.lt(k.add(iw0, k.c(j)), k.c(s.W)) : Value();
         // iw0 * inCS + j * inCS, not (iw0 + j) * inCS: the constant folds
         // into the load's displacement.
-        Value colOff = k.add(k.mul(iw0, k.c(s.inCS)), k.c(j * s.inCS));
+        Value colOff =
+            padding ? Value() : k.add(k.mul(iw0, k.c(s.inCS)), k.c(j * s.inCS));
         SmallVector<Value> x;
         for (int64_t t = 4 * g; t < 4 * g + 4; ++t) {
           if (t >= span) {
             x.push_back(zero);
             continue;
           }
-          Value p = inside && !*inside ? padAt : k.gep(rowBase[t], colOff);
+          Value p = padding ? padAt : k.gep(rowBase[t], colOff);
           if (colOk)
             p = k.select(colOk, p, padAt);
           x.push_back(lanes == 16 ? k.load(vIn, p)
