@@ -17,6 +17,12 @@ is taken R times, the contenders alternating within each round, and each
 figure is the median of its rounds' medians: a host whose speed changes
 for minutes at a time (another tenant on the core) then slows every
 contender alike instead of whichever ran during it.
+
+With --ort-u8 every float model with a Q/DQ twin is also quantized with
+ONNX Runtime's own static recipe (bench/ort_qdq.py: uint8 activations,
+int8 per-channel weights, MinMax calibration by ORT) and ORT is timed on
+that export too: ORT's int8 at its best, beside ORT on the same export as
+qatc.
 """
 import argparse
 import json
@@ -47,6 +53,9 @@ def main():
                     help="also time PyTorch's int8 engine (FX post-training "
                          "quantization, onednn backend; bench/torch_int8.py) on "
                          "pairs named after a tests/models/generate.py model")
+    ap.add_argument("--ort-u8", action="store_true",
+                    help="also time ORT on its own uint8 Q/DQ export of each "
+                         "float model with a Q/DQ twin (bench/ort_qdq.py)")
     args = ap.parse_args()
     os.makedirs(args.work, exist_ok=True)
     # Every plan first, then the rounds of measurements.
@@ -73,6 +82,27 @@ def main():
                             "--target-cpu", args.compare_target]
                            + compile_cmd[5:], check=True, capture_output=True)
         specs.append((name, model, plan, feeds, plan2))
+    # ORT's own u8 exports, made once (keyed by the float model's name).
+    ort_u8 = {}
+    names = [s[0] for s in specs]
+    if args.ort_u8:
+        import onnx
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        from ort_qdq import ort_qdq
+        for name, model, *_ in specs:
+            base = name[: -len("_float")]
+            if name.endswith("_float") and base + "_qdq" in names:
+                path = os.path.join(args.work, base + "_ortu8.onnx")
+                print(f"ORT u8 export of {name}", file=sys.stderr, flush=True)
+                onnx.save(ort_qdq(onnx.load(model)), path)
+                ort_u8[name] = path
+
+    def ort_time(model, feeds, t):
+        env = dict(os.environ, ORT_THREADS=str(t))
+        return json.loads(subprocess.run(
+            ["node", os.path.join(ROOT, "tests", "ort", "time.js"), model,
+             str(args.runs)] + feeds, check=True,
+            capture_output=True, text=True, env=env).stdout)["median_ms"]
 
     def bench(plan, t):
         return json.loads(subprocess.run(
@@ -83,7 +113,6 @@ def main():
     samples = {}  # (name, threads) -> {what: [ms per round]}
     # PyTorch's int8 engine on the same architecture (its own quantization
     # of the same seeded model), for Q/DQ models with a float twin.
-    names = [s[0] for s in specs]
     torch_bases = [n[: -len("_qdq")] for n in names
                    if n.endswith("_qdq") and n[: -len("_qdq")] + "_float" in names] \
         if args.torch else []
@@ -94,11 +123,7 @@ def main():
             for t in args.threads:
                 got = samples.setdefault((name, t), {})
                 q = bench(plan, t)
-                env = dict(os.environ, ORT_THREADS=str(t))
-                o = json.loads(subprocess.run(
-                    ["node", os.path.join(ROOT, "tests", "ort", "time.js"), model,
-                     str(args.runs)] + feeds, check=True,
-                    capture_output=True, text=True, env=env).stdout)
+                o = ort_time(model, feeds, t)
                 # Conv/matmul layers of the plan's main precision, against
                 # that precision's peak as `qatc bench` measures it
                 # (rt::measureHostPeak).
@@ -113,7 +138,9 @@ def main():
                 pk = q["fp32_peak_gops"] if prec == "fp32" else q["peak_gops"]
                 peak = 2 * macs / (ms * 1e-3) / 1e9 / pk * 100 if ms else 0
                 got.setdefault("qatc", []).append(q["median_ms"])
-                got.setdefault("ort", []).append(o["median_ms"])
+                got.setdefault("ort", []).append(o)
+                if name in ort_u8:
+                    got.setdefault("ortu8", []).append(ort_time(ort_u8[name], feeds, t))
                 got.setdefault("peak", []).append(peak)
                 if plan2:
                     got.setdefault("other", []).append(bench(plan2, t)["median_ms"])
@@ -138,26 +165,30 @@ def main():
         for t in args.threads:
             g = samples[(name, t)]
             rows.append((name, t, med(g["ort"]), med(g["qatc"]), med(g["peak"]),
-                         med(g["other"]) if "other" in g else None))
+                         med(g["other"]) if "other" in g else None,
+                         med(g["ortu8"]) if "ortu8" in g else None))
     torch_ms = {k: med(v) for k, v in torch_samples.items()}
     print(f"{'model':28s} {'thr':>3s} {'ORT ms':>9s} {'qatc ms':>9s} "
           f"{'ORT/qatc':>9s} {'conv %peak':>10s}")
-    for name, t, o, q, p, _ in rows:
+    for name, t, o, q, p, *_ in rows:
         print(f"{name:28s} {t:3d} {o:9.4f} {q:9.4f} {o / q:9.2f} {p:10.1f}")
     # Q/DQ exports beside their float twins (NAME_qdq / NAME_float).
     pairs = {}
-    for name, t, o, q, p, other in rows:
+    for name, t, o, q, p, other, ortu8 in rows:
         for suffix, kind in (("_qdq", "int8"), ("_float", "fp32")):
             if name.endswith(suffix):
                 pairs.setdefault((name[: -len(suffix)], t), {})[kind] = (o, q, p)
                 if other is not None:
                     pairs[(name[: -len(suffix)], t)]["other"] = other
+                if ortu8 is not None:
+                    pairs[(name[: -len(suffix)], t)]["ortu8"] = ortu8
     full = [(k, v) for k, v in pairs.items() if "int8" in v and "fp32" in v]
     if full:
         print()
         ct = args.compare_target
         ohead = f" {'int8 ' + ct:>16s} {'vs ' + ct:>14s}" if ct else ""
-        print(f"{'model':22s} {'thr':>3s} {'ORT fp32':>9s} {'ORT int8':>9s} "
+        uhead = f" {'ORT u8':>9s} {'vs ORT u8':>9s}" if args.ort_u8 else ""
+        print(f"{'model':22s} {'thr':>3s} {'ORT fp32':>9s} {'ORT int8':>9s}{uhead} "
               f"{'torch int8':>10s} {'qatc fp32':>9s} {'qatc int8':>9s}  "
               f"{'vs ORT int8':>11s} {'vs ORT fp32':>11s} {'vs torch':>9s} "
               f"{'vs own fp32':>11s} {'int8 conv %peak':>15s}{ohead}")
@@ -167,10 +198,14 @@ def main():
             tm = torch_ms.get((base, t))
             tcol = f"{tm:10.3f}" if tm else f"{'-':>10s}"
             tvs = f"{tm / qi:8.2f}x" if tm else f"{'-':>9s}"
+            ucol = ""
+            if args.ort_u8:
+                u = v.get("ortu8")
+                ucol = f" {u:9.3f} {u / qi:8.2f}x" if u else f" {'-':>9s} {'-':>9s}"
             ocol = ""
             if ct and "other" in v:
                 ocol = f" {v['other']:16.3f} {v['other'] / qi:13.2f}x"
-            print(f"{base:22s} {t:3d} {of:9.3f} {oi:9.3f} {tcol} {qf:9.3f} "
+            print(f"{base:22s} {t:3d} {of:9.3f} {oi:9.3f}{ucol} {tcol} {qf:9.3f} "
                   f"{qi:9.3f}  {oi / qi:10.2f}x {of / qi:10.2f}x {tvs} "
                   f"{qf / qi:10.2f}x {pi:15.1f}{ocol}")
     return 0

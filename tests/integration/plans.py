@@ -6,7 +6,13 @@ outputs agree with the reference evaluator of the same graph (`qatc eval
 tensor within 1 LSB on at most 0.1 % of its elements and the outputs within
 0.5 % of their range; top-1 on labelled test sets identical to the
 reference's; 1 and 2 threads give the same bytes; compilation is
-deterministic; corrupted plans are refused with a message, never a crash."""
+deterministic; corrupted plans are refused with a message, never a crash.
+
+--ort-recipe NAME quantizes a generated float model the way ONNX Runtime's
+quantize_static does (bench/ort_qdq.py: uint8 activations on every quantized
+op's inputs and outputs, Relu folded into its producer, Softmax on [0, 1])
+and checks that export too: it is what users bring from ORT's tools, and
+the export the bench times ORT on."""
 import argparse
 import os
 import shutil
@@ -18,6 +24,9 @@ import numpy as np
 from harness import Checker, manifest_models, nan_aware_diff, run
 from ort_differential import load_outputs  # noqa: E402
 from qat_lowering import seeded_inputs  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
 
 
 
@@ -147,6 +156,29 @@ def check_model(c, label, model, inp, labelled, work, targets):
             c.fail(label, f"top-1 {acc_plan:.2f} % vs the reference's {acc_ref:.2f} %")
 
 
+def ort_recipe_export(c, label, float_path, path):
+    """Writes ORT's u8 recipe of `float_path` to `path`; fails `label` unless
+    every Conv, Gemm and MatMul reads DequantizeLinear outputs and feeds a
+    QuantizeLinear, the pattern ORT fuses into its int8 kernels (else the
+    bench would time ORT's fp32 kernels as its int8)."""
+    import onnx
+    from ort_qdq import ort_qdq
+    q = ort_qdq(onnx.load(float_path))
+    onnx.save(q, path)
+    producer = {o: n for n in q.graph.node for o in n.output}
+    readers = {}
+    for n in q.graph.node:
+        for i in n.input:
+            readers.setdefault(i, []).append(n.op_type)
+    loose = [n.name for n in q.graph.node if n.op_type in ("Conv", "Gemm", "MatMul")
+             and (any(getattr(producer.get(i), "op_type", "") != "DequantizeLinear"
+                      for i in n.input[:2])
+                  or readers.get(n.output[0]) != ["QuantizeLinear"])]
+    if loose:
+        c.fail(label, f"ORT cannot fuse {len(loose)} node(s) into int8 kernels: "
+                      f"{', '.join(loose[:3])}")
+
+
 def check_corruption(c, plan, inp, work):
     data = open(plan, "rb").read()
     header = struct.unpack_from("<8sIIQQQQQQQQQ", data, 0)
@@ -210,6 +242,9 @@ def main():
     ap.add_argument("--generated", action="append", default=[],
                     help="a generated model (both its Q/DQ and float "
                          "variants) that must compile; random input")
+    ap.add_argument("--ort-recipe", action="append", default=[],
+                    help="a generated model whose float variant is quantized "
+                         "with ORT's u8 recipe and checked; random input")
     ap.add_argument("--targets", default=",".join(TARGETS),
                     help="comma-separated --target-cpu values (default: %(default)s)")
     args = ap.parse_args()
@@ -224,6 +259,15 @@ def main():
                 os.makedirs(work, exist_ok=True)
                 inp = list(seeded_inputs(path, work, label).values())[0]
                 specs.append(f"{path}:{inp}")
+    for label, path in manifest_models(args.models, "float") if args.models else []:
+        name = label.rsplit("_", 1)[0]
+        if name in args.ort_recipe:
+            work = os.path.join(args.work, f"{name}_ortu8")
+            os.makedirs(work, exist_ok=True)
+            export = os.path.join(work, f"{name}_ortu8.onnx")
+            ort_recipe_export(c, f"{name}_ortu8", path, export)
+            inp = list(seeded_inputs(export, work, f"{name}_ortu8").values())[0]
+            specs.append(f"{export}:{inp}")
     first_plan = first_input = None
     for spec in specs:
         parts = spec.split(":")
