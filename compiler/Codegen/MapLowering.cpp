@@ -597,9 +597,131 @@ LogicalResult GraphLowering::lowerReduce(Operation *op, Value inV,
                    ? std::numeric_limits<float>::infinity()
                : kind == ReduceKind::Prod ? 1.f
                                           : 0.f;
-  addLayer(op, kernel, int8In ? "int8" : "fp32", product(loop) >= 64, 0, {in},
-           {o}, [=](KB &k) {
-             const CTensor &X = tensors[in], &O = tensors[o];
+  // The reduction's step and its last step (scalars, or 16 results at once:
+  // emitStridedReduce), for the kernels below.
+  auto combineFn = [this, in, kind](KB &k) -> ElementFn {
+    return [this, in, kind, &k](ArrayRef<Value> v) -> Value {
+      OpBuilder &b = k.b;
+      const CTensor &X = tensors[in];
+      Value x = v[1];
+      if (X.int8) {
+        // (q - z) summed exactly: integers below 2^24.
+        Value i =
+            b.create<arith::ExtUIOp>(k.loc, k.like(x.getType(), k.i32), x);
+        i = b.create<arith::SubIOp>(k.loc, i, k.intLike(i.getType(), X.zp));
+        x = b.create<arith::SIToFPOp>(k.loc, v[0].getType(), i);
+      }
+      switch (kind) {
+      case ReduceKind::Max:
+        return b.create<arith::MaximumFOp>(k.loc, v[0], x);
+      case ReduceKind::Min:
+        return b.create<arith::MinimumFOp>(k.loc, v[0], x);
+      case ReduceKind::Prod:
+        return b.create<arith::MulFOp>(k.loc, v[0], x);
+      case ReduceKind::L1:
+        x = b.create<math::AbsFOp>(k.loc, x);
+        break;
+      case ReduceKind::L2:
+      case ReduceKind::SumSquare:
+        x = b.create<arith::MulFOp>(k.loc, x, x);
+        break;
+      default:
+        break;
+      }
+      return b.create<arith::AddFOp>(k.loc, v[0], x);
+    };
+  };
+  auto finishFn = [this, in, o, kind, count](KB &k) -> ElementFn {
+    return [this, in, o, kind, count, &k](ArrayRef<Value> v) -> Value {
+      OpBuilder &b = k.b;
+      const CTensor &X = tensors[in], &O = tensors[o];
+      if (!X.int8 && kind == ReduceKind::L2)
+        return b.create<math::SqrtOp>(k.loc, v[0]);
+      if (!X.int8 && kind != ReduceKind::Mean)
+        return v[0];
+      Type t = v[0].getType();
+      if (!X.int8)
+        return b.create<arith::DivFOp>(k.loc, v[0],
+                                       k.floatLike(t, float(count)));
+      // As the reference: the mean in double, times the scale.
+      Type t64 = k.like(t, b.getF64Type());
+      Value m = b.create<arith::ExtFOp>(k.loc, t64, v[0]);
+      m = b.create<arith::DivFOp>(k.loc, m, k.doubleLike(t64, double(count)));
+      m = b.create<arith::MulFOp>(k.loc, m, k.doubleLike(t64, X.desc.scale));
+      Value y = b.create<arith::TruncFOp>(k.loc, t, m);
+      return O.int8 ? k.quantize(y, O.scale, O.zp, O.qmin, O.qmax) : y;
+    };
+  };
+  // The result over the keepdims loop: its own strides in order.
+  auto resultOperand = [this, o, outShape = std::vector<int64_t>(outShape),
+                        loop, reduced]() {
+    std::vector<int64_t> ost = stridesOf(tensors[o]);
+    StridedOperand r = operand(Src{o, -1, {}}, outShape);
+    r.strides.assign(loop.size(), 0);
+    for (size_t d = 0, j = 0; d < loop.size(); ++d) {
+      if (outShape.size() == loop.size())
+        r.strides[d] = loop[d] == 1 ? 0 : ost[d];
+      else if (!reduced[d])
+        r.strides[d] = ost[j++];
+    }
+    return r;
+  };
+  std::string precision = int8In ? "int8" : "fp32";
+  // The mean over the pixels of a large NHWC map (GlobalAveragePool) in two
+  // layers: the threads sum fixed parts of the rows, the rows the
+  // producer's threads wrote, so each core reads what is in its own cache
+  // (split by channels, a core read the other's half: 2x slower on 2 threads
+  // than on 1); then one thread adds the parts. The parts do not depend on
+  // the thread count: any count gives the same bits. int8 sums stay exact.
+  const CTensor &X0 = tensors[in];
+  int64_t parts = 0;
+  if (kind == ReduceKind::Mean && inShape.size() == 4 &&
+      X0.desc.layout == plan::Layout::NHWC && !reduced[0] && !reduced[1] &&
+      reduced[2] && reduced[3] && product(inShape) >= 16384) {
+    std::vector<int64_t> st = stridesOf(X0);
+    if (st[1] == 1 && st[2] == inShape[3] * st[3])
+      parts = count % 4 == 0 && count / 4 >= 16 ? 4 : count % 2 == 0 ? 2 : 0;
+  }
+  if (parts) {
+    const int64_t n = inShape[0], c = inShape[1], each = count / parts;
+    int sums = newTensor(nameOf(res) + " (mean parts)", {parts, n, c},
+                         /*int8=*/false, plan::Layout::Plain);
+    addLayer(op, kernel + " parts", precision, /*parallel=*/true, 0, {in},
+             {sums}, [=](KB &k) {
+               StridedOperand full = operand(Src{in, -1, {}}, inShape);
+               StridedReduce r;
+               r.shape = {parts, n, c};
+               r.in = full;
+               r.in.strides = {each * full.strides[3], full.strides[0],
+                               full.strides[1]};
+               r.reduceShape = {each};
+               r.reduceStrides = {full.strides[3]};
+               r.init = 0.f;
+               r.out = operand(Src{sums, -1, {}}, {parts, n, c});
+               emitStridedReduce(k, r, combineFn(k), nullptr);
+             });
+    addLayer(op, kernel, precision, /*parallel=*/false, 0, {sums}, {o},
+             [=](KB &k) {
+               StridedReduce r;
+               r.shape = loop;
+               r.in = operand(Src{sums, -1, {}}, {parts, n, c});
+               r.in.strides = {c, 1, 0, 0};
+               r.reduceShape = {parts};
+               r.reduceStrides = {n * c};
+               r.init = 0.f;
+               r.out = resultOperand();
+               OpBuilder &b = k.b;
+               emitStridedReduce(
+                   k, r,
+                   [&](ArrayRef<Value> v) -> Value {
+                     return b.create<arith::AddFOp>(k.loc, v[0], v[1]);
+                   },
+                   finishFn(k));
+             });
+    return success();
+  }
+  addLayer(op, kernel, precision, product(loop) >= 64, 0, {in}, {o},
+           [=](KB &k) {
              StridedReduce r;
              r.shape = loop;
              StridedOperand full = operand(Src{in, -1, {}}, inShape);
@@ -612,70 +734,8 @@ LogicalResult GraphLowering::lowerReduce(Operation *op, Value inV,
              }
              r.reduceShape = reduceShape;
              r.init = init;
-             // The result over the keepdims loop: its own strides in order.
-             std::vector<int64_t> ost = stridesOf(O);
-             r.out = operand(Src{o, -1, {}}, outShape);
-             r.out.strides.assign(loop.size(), 0);
-             for (size_t d = 0, j = 0; d < loop.size(); ++d) {
-               if (outShape.size() == loop.size()) {
-                 r.out.strides[d] = loop[d] == 1 ? 0 : ost[d];
-               } else if (!reduced[d]) {
-                 r.out.strides[d] = ost[j++];
-               }
-             }
-             OpBuilder &b = k.b;
-             emitStridedReduce(
-                 k, r,
-                 [&](ArrayRef<Value> v) -> Value {
-                   // Scalars, or 16 results at once (emitStridedReduce).
-                   Value x = v[1];
-                   if (X.int8) {
-                     // (q - z) summed exactly: integers below 2^24.
-                     Value i = b.create<arith::ExtUIOp>(
-                         k.loc, k.like(x.getType(), k.i32), x);
-                     i = b.create<arith::SubIOp>(k.loc, i,
-                                                 k.intLike(i.getType(), X.zp));
-                     x = b.create<arith::SIToFPOp>(k.loc, v[0].getType(), i);
-                   }
-                   switch (kind) {
-                   case ReduceKind::Max:
-                     return b.create<arith::MaximumFOp>(k.loc, v[0], x);
-                   case ReduceKind::Min:
-                     return b.create<arith::MinimumFOp>(k.loc, v[0], x);
-                   case ReduceKind::Prod:
-                     return b.create<arith::MulFOp>(k.loc, v[0], x);
-                   case ReduceKind::L1:
-                     x = b.create<math::AbsFOp>(k.loc, x);
-                     break;
-                   case ReduceKind::L2:
-                   case ReduceKind::SumSquare:
-                     x = b.create<arith::MulFOp>(k.loc, x, x);
-                     break;
-                   default:
-                     break;
-                   }
-                   return b.create<arith::AddFOp>(k.loc, v[0], x);
-                 },
-                 [&](ArrayRef<Value> v) -> Value {
-                   if (!X.int8 && kind == ReduceKind::L2)
-                     return b.create<math::SqrtOp>(k.loc, v[0]);
-                   if (!X.int8 && kind != ReduceKind::Mean)
-                     return v[0];
-                   Type t = v[0].getType();
-                   if (!X.int8)
-                     return b.create<arith::DivFOp>(
-                         k.loc, v[0], k.floatLike(t, float(count)));
-                   // As the reference: the mean in double, times the scale.
-                   Type t64 = k.like(t, b.getF64Type());
-                   Value m = b.create<arith::ExtFOp>(k.loc, t64, v[0]);
-                   m = b.create<arith::DivFOp>(
-                       k.loc, m, k.doubleLike(t64, double(count)));
-                   m = b.create<arith::MulFOp>(k.loc, m,
-                                               k.doubleLike(t64, X.desc.scale));
-                   Value y = b.create<arith::TruncFOp>(k.loc, t, m);
-                   return O.int8 ? k.quantize(y, O.scale, O.zp, O.qmin, O.qmax)
-                                 : y;
-                 });
+             r.out = resultOperand();
+             emitStridedReduce(k, r, combineFn(k), finishFn(k));
            });
   return success();
 }

@@ -398,6 +398,11 @@ CASES = {
     "broadcast_row": lambda b: broadcast_case(b, (2, 3, 7), (7,)),
     "global_avgpool_rank3": lambda b: global_pool_case(b, (2, 7, 13)),
     "global_avgpool_rank5": lambda b: global_pool_case(b, (1, 6, 3, 4, 5)),
+    # Large maps: threads sum parts of the rows, one adds them (4 parts of
+    # 100 pixels for 2 images; 2 parts of 351 pixels; 40 and 24 channels,
+    # no multiple of 16).
+    "global_avgpool_parts4": lambda b: global_pool_case(b, (2, 40, 20, 20)),
+    "global_avgpool_parts2": lambda b: global_pool_case(b, (1, 24, 26, 27)),
     "add_quantized_constant": lambda b: add_constant_case(b, (2, 5, 3, 4)),
     "layernorm_last_axis": lambda b: layernorm_case(b, (1, 5, 19), -1),
     "layernorm_two_axes": lambda b: layernorm_case(b, (2, 3, 4, 5), 2),
