@@ -5,6 +5,7 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/TargetParser/Host.h"
 
+#include <cpuid.h>
 #include <cstring>
 
 using namespace qatc;
@@ -12,12 +13,30 @@ using namespace qatc::codegen;
 
 const char *qatc::codegen::compilerVersion() { return "qatc 0.4.0"; }
 
+namespace {
+
+/// Whether this CPU is Intel's (cpuid leaf 0's vendor string).
+bool hostIsIntel() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid(0, &a, &b, &c, &d))
+    return false;
+  char vendor[13] = {};
+  std::memcpy(vendor, &b, 4);
+  std::memcpy(vendor + 4, &d, 4);
+  std::memcpy(vendor + 8, &c, 4);
+  return std::strcmp(vendor, "GenuineIntel") == 0;
+}
+
+} // namespace
+
 bool qatc::codegen::resolveTarget(const std::string &name, Target &t,
                                   std::string &error) {
   using namespace plan;
   std::string which = name;
   t = Target();
+  bool intelHost = false;
   if (which.empty() || which == "host") {
+    intelHost = hostIsIntel();
     llvm::StringMap<bool> f = llvm::sys::getHostCPUFeatures();
     t.tuneCpu = llvm::sys::getHostCPUName().str();
     bool avx512 =
@@ -73,6 +92,12 @@ bool qatc::codegen::resolveTarget(const std::string &name, Target &t,
     return false;
   }
   t.name = which;
+  // A tuning, not a feature: either form runs on any AVX-512 CPU, the
+  // quotients are the same integers and a sigmoid's reciprocal (vrcp14ps and
+  // a Newton step) is within an ulp of the division. `host` tunes for the
+  // CPU's vendor; a named target is the same code on every machine.
+  t.reciprocalDivision =
+      t.isa == Isa::AMX || (t.isa == Isa::AVX512VNNI && intelHost);
   return true;
 }
 

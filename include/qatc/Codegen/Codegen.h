@@ -40,6 +40,12 @@ struct Target {
   std::string features; ///< extra LLVM features ("+avx512vnni,...")
   uint64_t requiredFeatures = 0; ///< plan::CpuFeature bits
   std::string name;              ///< "avx512vnni", "avxvnni", "avx2", "generic"
+  /// Quotients by the output scale as a multiplication and two FMAs
+  /// (ExactQuotient.h, the same integers) and sigmoids by vrcp14ps and a
+  /// Newton step, instead of vdivps: on AMX, and for `host` on an Intel CPU
+  /// with AVX-512 (vdivps zmm issues once every 10 cycles there; Zen 4
+  /// divides faster than the FMA sequence).
+  bool reciprocalDivision = false;
 };
 
 /// Resolves `--target-cpu`: "host" (the default), "amx", "avx512vnni",
