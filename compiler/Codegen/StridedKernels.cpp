@@ -201,6 +201,28 @@ void emitLaneMap(KB &k, const StridedMap &m, const Nest &n, const ElementFn &fn,
         k.store(y, address(k, m.out, first));
         return;
       }
+      if (k.avx512 && m.out.elemBytes == 1 && !m.out.isInt &&
+          (st == 2 || st == 4)) {
+        // Bytes 2 or 4 apart (NHWC int8 data of a few channels: the
+        // quantized input image): each widened to its slot, then one store
+        // of the slots' bytes under a byte mask (AVX-512BW), where 16
+        // scalar stores took 0.08 ms of a 224x224 image.
+        OpBuilder &b = k.b;
+        Type wideElem = st == 2 ? b.getI16Type() : k.i32;
+        Value w = b.create<arith::ExtUIOp>(
+            k.loc, VectorType::get({lanes}, wideElem), y);
+        auto bytesType = VectorType::get({lanes * st}, k.i8);
+        Value bytes = b.create<vector::BitCastOp>(k.loc, bytesType, w);
+        SmallVector<bool> slots(lanes * st, false);
+        for (int64_t l = 0; l < lanes; ++l)
+          slots[l * st] = true;
+        auto maskType = VectorType::get({lanes * st}, b.getI1Type());
+        Value mask = b.create<arith::ConstantOp>(
+            k.loc, maskType,
+            DenseElementsAttr::get(maskType, ArrayRef<bool>(slots)));
+        k.maskedStore(bytes, address(k, m.out, first), mask);
+        return;
+      }
       for (int64_t l = 0; l < lanes; ++l)
         k.store(k.b.create<vector::ExtractOp>(k.loc, y, l),
                 address(k, m.out, k.add(first, k.c(l * st))));
