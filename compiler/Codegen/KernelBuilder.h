@@ -347,7 +347,8 @@ struct StridedMap {
   std::vector<StridedOperand> ins;
   /// `fn` takes 16-lane vectors as well as scalars: the innermost loop runs
   /// 16 elements at a time (strided operands gathered and scattered lane by
-  /// lane), its remainder one at a time.
+  /// lane, results 2 or 4 apart stored under a mask), its remainder one at a
+  /// time. A copy (no `fn`) always does.
   bool lanes = false;
 };
 void emitStridedMap(KB &k, const StridedMap &m, const ElementFn &fn);

@@ -223,6 +223,26 @@ void emitLaneMap(KB &k, const StridedMap &m, const Nest &n, const ElementFn &fn,
         k.maskedStore(bytes, address(k, m.out, first), mask);
         return;
       }
+      if (k.avx512 && m.out.elemBytes == 4 && !m.out.isInt &&
+          (st == 2 || st == 4)) {
+        // Floats 2 or 4 apart (ShuffleNet's channel shuffle): spread into
+        // their slots by a shuffle, then stored under a lane mask.
+        OpBuilder &b = k.b;
+        Value zeros = k.splatF(0.f, lanes);
+        SmallVector<int64_t> order(lanes * st, lanes);
+        SmallVector<bool> slots(lanes * st, false);
+        for (int64_t l = 0; l < lanes; ++l) {
+          order[l * st] = l;
+          slots[l * st] = true;
+        }
+        Value wide = b.create<vector::ShuffleOp>(k.loc, y, zeros, order);
+        auto maskType = VectorType::get({lanes * st}, b.getI1Type());
+        Value mask = b.create<arith::ConstantOp>(
+            k.loc, maskType,
+            DenseElementsAttr::get(maskType, ArrayRef<bool>(slots)));
+        k.maskedStore(wide, address(k, m.out, first), mask);
+        return;
+      }
       for (int64_t l = 0; l < lanes; ++l)
         k.store(k.b.create<vector::ExtractOp>(k.loc, y, l),
                 address(k, m.out, k.add(first, k.c(l * st))));
@@ -244,7 +264,9 @@ void qatc::codegen::emitStridedMap(KB &k, const StridedMap &m,
   for (const StridedOperand &in : m.ins)
     ops.push_back(&in);
   Nest n = normalize(m.shape, ops);
-  bool lanesOk = m.lanes && fn && n.shape.back() >= 16 && !m.out.isInt;
+  // A copy (no `fn`) is lane-safe: its body is the loaded value.
+  ElementFn copy = [](ArrayRef<Value> v) { return v[0]; };
+  bool lanesOk = (m.lanes || !fn) && n.shape.back() >= 16 && !m.out.isInt;
   for (const StridedOperand &in : m.ins)
     lanesOk &= !in.isInt;
   auto element = [&](ArrayRef<Value> index) {
@@ -255,7 +277,7 @@ void qatc::codegen::emitStridedMap(KB &k, const StridedMap &m,
     k.store(fn ? fn(loaded) : loaded[0], address(k, m.out, index[0]));
   };
   if (lanesOk)
-    return emitLaneMap(k, m, n, fn, element);
+    return emitLaneMap(k, m, n, fn ? fn : copy, element);
   walk(k, n, element);
 }
 

@@ -275,6 +275,24 @@ def concat_shared_case(b):
     return [1, 6, 5, 9], b.act_qdq(b.node("Add", [z, y]), 0.1), [1, 6, 5, 9]
 
 
+def channel_shuffle_case(b, c, hw):
+    """ShuffleNet's channel shuffle between two 1x1 convolutions (NHWC
+    data): Reshape to 2 groups, swap them with the channels, Reshape back.
+    The copy writes every second channel (int8 twin: bytes 2 apart; float:
+    floats 2 apart), c / 2 channels a run."""
+    x = b.act_qdq("x", 0.05)
+    y = b.act_qdq(b.node("Conv", [x, b.weight([c, 8, 1, 1]),
+                                  b.const("b", b.rng.normal(0, 0.2, c).astype(np.float32))]),
+                  0.06)
+    r = b.node("Reshape", [y, b.const("s1", np.array([1, 2, c // 2] + list(hw), np.int64))])
+    t = b.node("Transpose", [r], perm=[0, 2, 1, 3, 4])
+    z = b.act_qdq(b.node("Reshape", [t, b.const("s2", np.array([1, c] + list(hw), np.int64))]),
+                  0.06)
+    out = b.node("Conv", [z, b.weight([8, c, 1, 1]),
+                          b.const("b", b.rng.normal(0, 0.2, 8).astype(np.float32))])
+    return [1, 8] + list(hw), b.act_qdq(out, 0.1), [1, 8] + list(hw)
+
+
 def global_pool_case(b, shape):
     x = b.act_qdq("x", 0.05)
     y = b.act_qdq(b.node("GlobalAveragePool", [x]), 0.02)
@@ -401,6 +419,8 @@ CASES = {
     # Large maps: threads sum parts of the rows, one adds them (4 parts of
     # 100 pixels for 2 images; 2 parts of 351 pixels; 40 and 24 channels,
     # no multiple of 16).
+    "channel_shuffle_c40": lambda b: channel_shuffle_case(b, 40, (5, 6)),
+    "channel_shuffle_c64": lambda b: channel_shuffle_case(b, 64, (3, 7)),
     "global_avgpool_parts4": lambda b: global_pool_case(b, (2, 40, 20, 20)),
     "global_avgpool_parts2": lambda b: global_pool_case(b, (1, 24, 26, 27)),
     "add_quantized_constant": lambda b: add_constant_case(b, (2, 5, 3, 4)),
