@@ -5,8 +5,10 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/TargetParser/Host.h"
 
-#include <cpuid.h>
 #include <cstring>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 
 using namespace qatc;
 using namespace qatc::codegen;
@@ -17,6 +19,7 @@ namespace {
 
 /// Whether this CPU is Intel's (cpuid leaf 0's vendor string).
 bool hostIsIntel() {
+#if defined(__x86_64__) || defined(__i386__)
   unsigned a = 0, b = 0, c = 0, d = 0;
   if (!__get_cpuid(0, &a, &b, &c, &d))
     return false;
@@ -25,6 +28,9 @@ bool hostIsIntel() {
   std::memcpy(vendor + 4, &d, 4);
   std::memcpy(vendor + 8, &c, 4);
   return std::strcmp(vendor, "GenuineIntel") == 0;
+#else
+  return false;
+#endif
 }
 
 } // namespace
