@@ -680,10 +680,9 @@ void qatc::codegen::emitDenseConv(KB &k, Isa isa, const DenseConvSpec &s) {
   // padding keep the loop per tap.
   const bool foldRows = !pointwise && s.DW == 1 && s.KW > 1 && s.KW <= s.W &&
                         KS <= 8 && inPixelBytes == KS * 4;
-  auto [begin, end] = k.share(blocks * tiles);
-  k.loop(begin, end, 1, [&](Value idx) {
-    Value blk = k.div(idx, k.c(tiles));
-    Value p0 = k.mul(k.rem(idx, k.c(tiles)), k.c(s.MR));
+  // The work of output block `blk` (NB channels) over tile `t` (MR pixels).
+  auto work = [&](Value blk, Value t) {
+    Value p0 = k.mul(t, k.c(s.MR));
     Value c0 = k.mul(blk, k.c(NB));
     // Packed weights and zero-point terms: constants, or packed at run time.
     auto packedAt = [&](int64_t off, Value i, int64_t es) {
@@ -793,6 +792,19 @@ void qatc::codegen::emitDenseConv(KB &k, Isa isa, const DenseConvSpec &s) {
     k.ifElse(
         k.lt(k.add(p0, k.c(s.MR - 1)), k.c(P)), [&] { tile(s.MR); },
         [&] { tile(tail); });
+  };
+  if (s.splitPixels) {
+    // Each thread a range of pixels, every block over it (the blocks
+    // outermost, so a block's weights stay cached across the range).
+    auto [begin, end] = k.share(tiles);
+    k.loop(k.c(0), k.c(blocks), 1, [&](Value blk) {
+      k.loop(begin, end, 1, [&](Value t) { work(blk, t); });
+    });
+    return;
+  }
+  auto [begin, end] = k.share(blocks * tiles);
+  k.loop(begin, end, 1, [&](Value idx) {
+    work(k.div(idx, k.c(tiles)), k.rem(idx, k.c(tiles)));
   });
 }
 

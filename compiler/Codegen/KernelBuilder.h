@@ -222,6 +222,12 @@ struct ConvSpec {
 struct DenseConvSpec : ConvSpec {
   int64_t IC = 0, OC = 0;
   int64_t NV = 4, MR = 6; ///< tile: MR pixels x NV*16 channels
+  /// Threads share the pixels (each every channel block over its range), not
+  /// the (block, tile) pairs: each writes whole rows, the rows the next
+  /// layer's threads read (depthwise, pooling, means and pointwise layers
+  /// split by rows). Set where the weights are small, since each thread
+  /// then reads all of them.
+  bool splitPixels = false;
   /// Input channels the K loop reads (0: the channel stride for int8, IC for
   /// f32); a group of a grouped convolution reads fewer than the stride.
   int64_t KC = 0;
