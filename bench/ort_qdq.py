@@ -128,8 +128,10 @@ def ort_qdq(model, batches=4, per_channel=True, seed=0, log=None):
     graph_outputs = {o.name for o in g.output}
 
     # What to quantize, in graph order: tensor -> ("act",) | ("same", source)
-    # | ("weight", axis) | ("bias", input, weight).
-    plan, removed, out_rename = {}, set(), {}
+    # | ("weight", axis). Biases per node (an exporter may share one bias
+    # initializer between nodes of other scales): node index -> (bias,
+    # input, weight).
+    plan, removed, out_rename, biases = {}, set(), {}, {}
 
     def act(t):
         if t and t in float_t and t not in plan:
@@ -147,7 +149,7 @@ def ort_qdq(model, batches=4, per_channel=True, seed=0, log=None):
                         "Gemm": 0 if attrs.get("transB", 0) else 1}[op]
                 plan[w] = ("weight", axis if per_channel else None)
                 if len(n.input) > 2 and n.input[2] in inits:
-                    plan[n.input[2]] = ("bias", n.input[0], w)
+                    biases[idx] = (n.input[2], n.input[0], w)
             else:
                 act(w)
             act(n.output[0])
@@ -195,7 +197,7 @@ def ort_qdq(model, batches=4, per_channel=True, seed=0, log=None):
         return name
 
     def params_of(t):
-        """(scale name, zero point name, scale value) of activation t."""
+        """(scale name, zero point name, scale, zero point) of activation t."""
         if t in qparams:
             return qparams[t]
         p = plan[t]
@@ -210,15 +212,15 @@ def ort_qdq(model, batches=4, per_channel=True, seed=0, log=None):
         else:
             lo, hi = ranges[t]
         s, z = act_qparams(lo, hi)
-        qparams[t] = (add_init(f"{t}_scale", np.array(s)), add_init(f"{t}_zero_point",
-                                                                     np.array(z)), s)
+        qparams[t] = (add_init(f"{t}_scale", np.array(s)),
+                      add_init(f"{t}_zero_point", np.array(z)), s, z)
         return qparams[t]
 
     use, head = {}, []                     # tensor -> name its readers read
 
     def quantize(t, into):
         """Q -> DQ of activation t; readers read the DQ output."""
-        s, z, _ = params_of(t)
+        s, z = params_of(t)[:2]
         src = t
         if t in graph_outputs:             # the graph output stays the DQ's
             src = f"{t}_float"
@@ -230,26 +232,18 @@ def ort_qdq(model, batches=4, per_channel=True, seed=0, log=None):
         use[t] = into[-1].output[0]
         return src
 
+    weight_scales = {}                     # weight -> its scales, for its biases
     for t, p in plan.items():              # constants: quantized initializers
         if t not in inits:
             continue
         v = numpy_helper.to_array(inits[t]).astype(np.float32)
         if p[0] == "weight":
             s, q = weight_qparams(v, p[1])
+            weight_scales[t] = s
             zp = np.zeros(s.shape, np.int8)
             axis = p[1]
-        elif p[0] == "bias":
-            s_in = params_of(p[1])[2]
-            s_w, _ = weight_qparams(numpy_helper.to_array(inits[p[2]]).astype(np.float32),
-                                    plan[p[2]][1])
-            s = (np.float32(s_in) * s_w).astype(np.float32)
-            s = np.where(s > 0, s, np.float32(1.0)).astype(np.float32)
-            q = np.round(v.astype(np.float64) / s.astype(np.float64)).astype(np.int32)
-            zp = np.zeros(s.shape, np.int32)
-            axis = 0 if s.ndim else None
         else:
-            sname, zname, s = params_of(t)
-            z = numpy_helper.to_array(next(i for i in new_inits if i.name == zname))
+            sname, zname, s, z = params_of(t)
             q = np.clip(np.round(v / s) + int(z), 0, 255).astype(np.uint8)
             head.append(helper.make_node("DequantizeLinear", [add_init(f"{t}_quantized", q),
                                                               sname, zname],
@@ -264,6 +258,24 @@ def ort_qdq(model, batches=4, per_channel=True, seed=0, log=None):
             [f"{t}_DequantizeLinear_Output"], name=f"{t}_DequantizeLinear", **kw))
         use[t] = head[-1].output[0]
 
+    # Biases: int32 with scale s_input * s_weight, one per node.
+    readers = {}
+    for b, _, _ in biases.values():
+        readers[b] = readers.get(b, 0) + 1
+    bias_use = {}
+    for idx, (b, x, w) in biases.items():
+        t = b if readers[b] == 1 else f"{b}_{idx}"
+        v = numpy_helper.to_array(inits[b]).astype(np.float64)
+        s = (np.float32(params_of(x)[2]) * weight_scales[w]).astype(np.float32)
+        s = np.where(s > 0, s, np.float32(1.0)).astype(np.float32)
+        q = np.round(v / s.astype(np.float64)).astype(np.int32)
+        kw = {"axis": 0} if s.ndim else {}
+        head.append(helper.make_node(
+            "DequantizeLinear", [add_init(f"{t}_quantized", q), add_init(f"{t}_scale", s),
+                                 add_init(f"{t}_zero_point", np.zeros(s.shape, np.int32))],
+            [f"{t}_DequantizeLinear_Output"], name=f"{t}_DequantizeLinear", **kw))
+        bias_use[idx] = head[-1].output[0]
+
     nodes = list(head)
     for i in g.input:
         if i.name in plan and i.name not in inits:
@@ -274,6 +286,8 @@ def ort_qdq(model, batches=4, per_channel=True, seed=0, log=None):
         for k, t in enumerate(n.input):
             if t in use:
                 n.input[k] = use[t]
+        if idx in bias_use:
+            n.input[2] = bias_use[idx]
         outs = []
         for k, o in enumerate(n.output):
             o = out_rename.get(o, o)
