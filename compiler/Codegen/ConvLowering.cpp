@@ -463,6 +463,12 @@ LogicalResult GraphLowering::groupedConv(
     shift(s.ep.multOff);
     shift(s.ep.scaleOff);
     shift(s.ep.biasOff);
+    shift(s.ep.foldMulOff);
+    shift(s.ep.foldAddOff);
+    for (int64_t e = 0; e < s.ep.foldExceptions; ++e) {
+      shift(s.ep.foldAccOff[e]);
+      shift(s.ep.foldDeltaOff[e]);
+    }
     s.ep.chainChannelBase = g * OCg;
     s.corrOff = corrOff;
     shift(s.corrOff);
@@ -568,6 +574,11 @@ LogicalResult GraphLowering::lowerQatConv(qat::ConvOp op) {
     for (int64_t i = 0; i < perChannel; ++i)
       sum += intAt(wt, c * perChannel + i);
     return sum;
+  });
+  foldRequantization(ep, OC, [&](int64_t c) {
+    return accumulatorRange(x.zp, perChannel, [&](int64_t i) {
+      return intAt(wt, c * perChannel + i);
+    });
   });
   return lowerConv(op, true, in, o, ws, op.getGroup(), op.getStrides(),
                    op.getPads(), op.getDilations(), ep, corrOff, residual,
@@ -985,6 +996,11 @@ LogicalResult GraphLowering::lowerQatMatMul(qat::MatMulOp op) {
     for (int64_t k = 0; k < K; ++k)
       sum += static_cast<int64_t>(weightAt(n, k));
     return sum;
+  });
+  foldRequantization(ep, N, [&](int64_t n) {
+    return accumulatorRange(x.zp, K, [&](int64_t k) {
+      return static_cast<int64_t>(weightAt(n, k));
+    });
   });
   return matrixProduct(op, true, in, o, K, N, ep, corrOff, weightAt);
 }

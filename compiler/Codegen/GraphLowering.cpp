@@ -7,6 +7,8 @@
 
 #include "GraphLowering.h"
 
+#include "qatc/Codegen/OneStepRequant.h"
+
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/TypeUtilities.h"
@@ -16,6 +18,7 @@
 #include <cassert>
 #include <cmath>
 #include <cstring>
+#include <tuple>
 
 using namespace mlir;
 using namespace qatc;
@@ -376,6 +379,74 @@ void GraphLowering::fillEpilogueOut(Epilogue &ep, const CTensor &o) {
     ep.outZp = o.zp;
     ep.qmin = o.qmin;
     ep.qmax = o.qmax;
+  }
+}
+
+void GraphLowering::foldRequantization(
+    Epilogue &ep, int64_t channels,
+    llvm::function_ref<std::pair<int64_t, int64_t>(int64_t)> accRange) {
+  // The packed stores it needs are AVX-512's; a residual, a second
+  // quantization or a fused chain keep the two-step form.
+  if (!hasAvx512(target.isa) || !ep.quantOut || ep.multOff < 0 || ep.midQuant ||
+      ep.hasResidual || ep.hasPost || ep.chain)
+    return;
+  auto channel = [&](int64_t off, int64_t c) {
+    float v;
+    std::memcpy(&v, out.weights.data() + off + 4 * c, 4);
+    return v;
+  };
+  std::vector<Requant> rs(channels);
+  std::vector<std::pair<int64_t, int64_t>> ranges(channels);
+  std::pair<bool, bool> clamps{false, false};
+  for (int64_t c = 0; c < channels; ++c) {
+    Requant &r = rs[c];
+    r.mult = channel(ep.multOff, c);
+    r.hasScale = ep.scaleOff >= 0;
+    r.scale = r.hasScale ? channel(ep.scaleOff, c) : 1.f;
+    r.hasBias = ep.biasOff >= 0;
+    r.bias = r.hasBias ? channel(ep.biasOff, c) : 0.f;
+    r.outScale = ep.outScale;
+    r.zp = ep.outZp;
+    r.qmin = ep.qmin;
+    r.qmax = ep.qmax;
+    r.hasAct = ep.hasAct;
+    r.actLo = ep.actLo;
+    r.actHi = ep.actHi;
+    ranges[c] = accRange(c);
+    auto need = OneStepRequant::clamps(r, ranges[c].first, ranges[c].second);
+    clamps.first |= need.first;
+    clamps.second |= need.second;
+  }
+  constexpr size_t kMaxExceptions = 2;
+  std::vector<OneStepRequant> folds;
+  for (int64_t c = 0; c < channels; ++c) {
+    std::optional<OneStepRequant> f = OneStepRequant::find(
+        rs[c], ranges[c].first, ranges[c].second, kMaxExceptions, clamps);
+    if (!f)
+      return;
+    folds.push_back(std::move(*f));
+  }
+  std::vector<float> m(channels), b(channels);
+  size_t exceptions = 0;
+  for (int64_t c = 0; c < channels; ++c) {
+    m[c] = folds[c].m;
+    b[c] = folds[c].b;
+    exceptions = std::max(exceptions, folds[c].exceptions.size());
+  }
+  ep.foldMulOff = addChannels(m, channels);
+  ep.foldAddOff = addChannels(b, channels);
+  std::tie(ep.foldClampLo, ep.foldClampHi) = clamps;
+  ep.foldLo = folds[0].lo;
+  ep.foldHi = folds[0].hi;
+  ep.foldExceptions = exceptions;
+  for (size_t e = 0; e < exceptions; ++e) {
+    // Channels with fewer exceptions add 0 at accumulator 0.
+    std::vector<int32_t> at(roundUp(channels, 64) + 64, 0), delta(at.size(), 0);
+    for (int64_t c = 0; c < channels; ++c)
+      if (e < folds[c].exceptions.size())
+        std::tie(at[c], delta[c]) = folds[c].exceptions[e];
+    ep.foldAccOff[e] = addArray(at);
+    ep.foldDeltaOff[e] = addArray(delta);
   }
 }
 

@@ -493,6 +493,26 @@ private:
              std::move(inputs), std::move(outputs), std::move(emit));
   }
   void fillEpilogueOut(Epilogue &ep, const CTensor &out);
+  /// [min, max] of sum_i w(i) * (x_i - zx) over stored inputs x_i in [0,
+  /// 255]: an int8 kernel's accumulator for weights w(0 .. n-1).
+  static std::pair<int64_t, int64_t>
+  accumulatorRange(int64_t zx, int64_t n,
+                   llvm::function_ref<int64_t(int64_t)> w) {
+    int64_t lo = 0, hi = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t v = w(i);
+      lo += std::min<int64_t>(v * (0 - zx), v * (255 - zx));
+      hi += std::max<int64_t>(v * (0 - zx), v * (255 - zx));
+    }
+    return {lo, hi};
+  }
+  /// The one-step requantization of `ep` (Epilogue::foldMulOff), where
+  /// OneStepRequant proves it exact for every channel over the accumulators
+  /// its weights allow (`accRange`: channel -> [min, max]); else `ep` keeps
+  /// the two-step form.
+  void foldRequantization(
+      Epilogue &ep, int64_t channels,
+      llvm::function_ref<std::pair<int64_t, int64_t>(int64_t)> accRange);
   void fillActivation(Epilogue &ep, std::optional<qat::ClampAttr> act,
                       bool post);
   /// The epilogue of a qat.conv / qat.matmul with input `x` and weights

@@ -289,27 +289,27 @@ Value KB::quantizeWide(Value y, float scale, int64_t zp, float lo, float hi,
                        bool finite, float yLo, float yHi) {
   Type t = y.getType();
   Value q = clampedQuotient(*this, y, scale, lo, hi, finite, yLo, yHi);
-  Type ti32 = like(t, i32);
-  Value qi;
-  auto vt = dyn_cast<VectorType>(t);
-  if (avx512 && vt && vt.getNumElements() % 16 == 0) {
-    // One vcvtps2dq rounding half to even ({rn-sae}, whatever MXCSR says)
-    // instead of vrndscaleps + vcvttps2dq, per 16 lanes.
-    auto mask = b.create<arith::ConstantIntOp>(loc, -1, 16);
-    auto rounding = b.create<arith::ConstantIntOp>(loc, 8, 32);
-    auto v16i32 = VectorType::get({16}, i32);
-    qi = per16(q, [&](ArrayRef<Value> x) -> Value {
-      return b
-          .create<LLVM::CallIntrinsicOp>(
-              loc, v16i32, "llvm.x86.avx512.mask.cvtps2dq.512",
-              ValueRange{x[0], intLike(v16i32, 0), mask, rounding})
-          .getResult(0);
-    });
-  } else {
-    q = b.create<math::RoundEvenOp>(loc, q);
-    qi = b.create<arith::FPToSIOp>(loc, ti32, q);
-  }
-  return b.create<arith::AddIOp>(loc, qi, intLike(ti32, zp));
+  return b.create<arith::AddIOp>(loc, roundToI32(q), intLike(like(t, i32), zp));
+}
+
+Value KB::roundToI32(Value q) {
+  Type ti32 = like(q.getType(), i32);
+  auto vt = dyn_cast<VectorType>(q.getType());
+  if (!avx512 || !vt || vt.getNumElements() % 16)
+    return b.create<arith::FPToSIOp>(loc, ti32,
+                                     b.create<math::RoundEvenOp>(loc, q));
+  // One vcvtps2dq rounding half to even ({rn-sae}, whatever MXCSR says)
+  // instead of vrndscaleps + vcvttps2dq, per 16 lanes.
+  auto mask = b.create<arith::ConstantIntOp>(loc, -1, 16);
+  auto rounding = b.create<arith::ConstantIntOp>(loc, 8, 32);
+  auto v16i32 = VectorType::get({16}, i32);
+  return per16(q, [&](ArrayRef<Value> x) -> Value {
+    return b
+        .create<LLVM::CallIntrinsicOp>(
+            loc, v16i32, "llvm.x86.avx512.mask.cvtps2dq.512",
+            ValueRange{x[0], intLike(v16i32, 0), mask, rounding})
+        .getResult(0);
+  });
 }
 
 Value KB::quantize(Value y, float scale, int64_t zp, float lo, float hi,
@@ -482,16 +482,19 @@ Value qatc::codegen::emitDot4(KB &k, Isa isa, Value acc, Value a, Value w) {
   return acc;
 }
 
-/// Stores the i32 vector `qi` (16 lanes per part, each already within the
-/// output type's range) as bytes, 16 to each of `outs` under `mask`: four
-/// parts at a time narrowed by two vpackssdw, a vpackuswb (vpacksswb when
-/// `isSigned`) and a vpermd that gathers each part's 16 bytes into one
-/// 128-bit lane. That is four shuffle-port instructions per four parts where
-/// a vpmovdb each costs two (Xeon family 6 model 207: 1.5 against 2 cycles
-/// per part, stores included); the packs' saturation never acts, as the
-/// quantization clamped first.
+/// Stores the i32 vector `qi` (16 lanes per part) as bytes, 16 to each of
+/// `outs` under `mask`: four parts at a time narrowed by two vpackssdw, a
+/// vpackuswb (vpacksswb when `isSigned`) and a vpermd that gathers each
+/// part's 16 bytes into one 128-bit lane. That is four shuffle-port
+/// instructions per four parts where a vpmovdb each costs two (Xeon family
+/// 6 model 207: 1.5 against 2 cycles per part, stores included). The packs
+/// saturate to the stored type; `clamped` says the values are in range
+/// already, so a lone part may be truncated instead. `offset128`: `qi` is
+/// the stored u8 value minus 128, packed as signed bytes and moved up by
+/// flipping their top bits (a vpxord per four parts, not a vpaddd per part).
 static void storePacked(KB &k, Value qi, bool isSigned, ArrayRef<Value> outs,
-                        Value mask) {
+                        Value mask, bool clamped = true,
+                        bool offset128 = false) {
   OpBuilder &b = k.b;
   auto v16i32 = VectorType::get({16}, k.i32);
   auto v32i16 = VectorType::get({32}, b.getI16Type());
@@ -505,7 +508,7 @@ static void storePacked(KB &k, Value qi, bool isSigned, ArrayRef<Value> outs,
   const int64_t parts = outs.size();
   for (int64_t first = 0; first < parts; first += 4) {
     int64_t n = std::min<int64_t>(4, parts - first);
-    if (n == 1) {
+    if (n == 1 && clamped && !offset128) {
       Value one = k.slice(qi, first);
       k.maskedStore(
           b.create<arith::TruncIOp>(k.loc, VectorType::get({16}, k.i8), one),
@@ -521,9 +524,11 @@ static void storePacked(KB &k, Value qi, bool isSigned, ArrayRef<Value> outs,
     };
     Value lo = pack("llvm.x86.avx512.packssdw.512", v32i16, part(0), part(1));
     Value hi = pack("llvm.x86.avx512.packssdw.512", v32i16, part(2), part(3));
-    Value bytes = pack(isSigned ? "llvm.x86.avx512.packsswb.512"
-                                : "llvm.x86.avx512.packuswb.512",
+    Value bytes = pack(isSigned || offset128 ? "llvm.x86.avx512.packsswb.512"
+                                             : "llvm.x86.avx512.packuswb.512",
                        v64i8, lo, hi);
+    if (offset128)
+      bytes = b.create<arith::XOrIOp>(k.loc, bytes, k.splatI(-128, 64, k.i8));
     Value dw = b.create<vector::BitCastOp>(k.loc, v16i32, bytes);
     dw = b.create<vector::ShuffleOp>(k.loc, dw, dw, order);
     bytes = b.create<vector::BitCastOp>(k.loc, v64i8, dw);
@@ -546,6 +551,42 @@ void qatc::codegen::emitEpilogue(KB &k, const Epilogue &ep,
     return k.tile(k.load(VectorType::get({16}, k.f32), k.weightsAt(off, c0, 4)),
                   parts);
   };
+  if (k.avx512 && intAcc && ep.foldMulOff >= 0) {
+    // One FMA where the reference rounds twice (acc * s_x * s_w[c], then the
+    // quotient by s_y), the same integers (OneStepRequant.h): four to eight
+    // instructions per 16 outputs where the two-step form takes about ten,
+    // or waits on a vdivps (avx512vnni).
+    Value q = b.create<math::FmaOp>(k.loc, y, channelVec(ep.foldMulOff),
+                                    channelVec(ep.foldAddOff));
+    auto finite = arith::FastMathFlagsAttr::get(
+        b.getContext(), arith::FastMathFlags::nnan | arith::FastMathFlags::nsz);
+    if (ep.foldClampLo)
+      q = b.create<arith::MaximumFOp>(k.loc, q, k.splatF(ep.foldLo, lanes),
+                                      finite);
+    if (ep.foldClampHi)
+      q = b.create<arith::MinimumFOp>(k.loc, q, k.splatF(ep.foldHi, lanes),
+                                      finite);
+    Value qi = k.roundToI32(q);
+    auto v16i32 = VectorType::get({16}, k.i32);
+    // The zero point after the rounding (OneStepRequant.h says why); 128 on
+    // a u8 result by the store's sign flip.
+    bool isSigned = ep.qmin < 0, offset128 = !isSigned && ep.outZp == 128;
+    if (!offset128 && ep.outZp)
+      qi = b.create<arith::AddIOp>(k.loc, qi, k.splatI(ep.outZp, lanes, k.i32));
+    for (int64_t e = 0; e < ep.foldExceptions; ++e) {
+      auto ints = [&](int64_t off) {
+        return k.tile(k.load(v16i32, k.weightsAt(off, c0, 4)), parts);
+      };
+      Value hit = b.create<arith::CmpIOp>(k.loc, arith::CmpIPredicate::eq, acc,
+                                          ints(ep.foldAccOff[e]));
+      qi = b.create<arith::SelectOp>(
+          k.loc, hit,
+          b.create<arith::AddIOp>(k.loc, qi, ints(ep.foldDeltaOff[e])), qi);
+    }
+    // The packs saturate to the stored type.
+    storePacked(k, qi, isSigned, outs, mask, /*clamped=*/false, offset128);
+    return;
+  }
   if (ep.multOff >= 0)
     y = b.create<arith::MulFOp>(k.loc, y, channelVec(ep.multOff));
   if (ep.scaleOff >= 0)

@@ -128,6 +128,9 @@ public:
   mlir::Value quantize(mlir::Value y, float scale, int64_t zp, float lo,
                        float hi, bool finite = false, float yLo = 1.f,
                        float yHi = 0.f);
+  /// f32 `q` (scalar or vector, within the i32 range) rounded half to even
+  /// to i32.
+  mlir::Value roundToI32(mlir::Value q);
   /// The same as i32 (the stored value, zero point added), not narrowed.
   mlir::Value quantizeWide(mlir::Value y, float scale, int64_t zp, float lo,
                            float hi, bool finite = false, float yLo = 1.f,
@@ -166,6 +169,15 @@ struct Epilogue {
   int64_t multOff = -1;  ///< f32[c] accumulator scale (weights blob)
   int64_t scaleOff = -1; ///< f32[c] channel scale (BatchNorm)
   int64_t biasOff = -1;  ///< f32[c] bias
+  /// The one-step requantization (OneStepRequant.h), where the lowering
+  /// proved it exact: f32[c] m and b of q = rne(fma(acc, m, b)), the clamps
+  /// the layer needs, and up to two exceptions per channel, i32[c]
+  /// accumulators and the deltas added there (0 where a channel has fewer).
+  int64_t foldMulOff = -1, foldAddOff = -1;
+  bool foldClampLo = false, foldClampHi = false;
+  float foldLo = 0, foldHi = 255;
+  int64_t foldExceptions = 0;
+  int64_t foldAccOff[2] = {-1, -1}, foldDeltaOff[2] = {-1, -1};
   bool hasAct = false;
   float actLo = 0, actHi = 0;
   bool hasResidual = false;

@@ -1,0 +1,203 @@
+//===- OneStepRequant.cpp - requantization in one FMA, proven exact -------===//
+//
+// Built with -ffp-contract=off: Requant::exact must round each product and
+// sum on its own, as the two-step epilogue and the reference do.
+//
+//===----------------------------------------------------------------------===//
+
+#include "qatc/Codegen/OneStepRequant.h"
+
+#include <algorithm>
+#include <cmath>
+#include <tuple>
+
+using namespace qatc::codegen;
+
+std::pair<int64_t, int64_t> Requant::bounds() const {
+  float lo = static_cast<float>(qmin - zp), hi = static_cast<float>(qmax - zp);
+  if (hasAct && actLo <= actHi) {
+    // The reference clamps y before dividing; the quotient is monotone, so
+    // that is a clamp of the quotient to these.
+    lo = std::max(lo, actLo / outScale);
+    hi = std::min(hi, actHi / outScale);
+  }
+  return {zp + static_cast<int64_t>(std::nearbyint(lo)),
+          zp + static_cast<int64_t>(std::nearbyint(hi))};
+}
+
+int64_t Requant::exact(int64_t acc) const {
+  float y = static_cast<float>(acc) * mult;
+  if (hasScale)
+    y = y * scale;
+  if (hasBias)
+    y = y + bias;
+  float lo = static_cast<float>(qmin - zp), hi = static_cast<float>(qmax - zp);
+  if (hasAct && actLo <= actHi) {
+    lo = std::max(lo, actLo / outScale);
+    hi = std::min(hi, actHi / outScale);
+  }
+  float q = std::min(std::max(y / outScale, lo), hi);
+  return zp + static_cast<int64_t>(std::nearbyint(q));
+}
+
+int64_t OneStepRequant::raw(int64_t acc) const {
+  float x = std::fma(static_cast<float>(acc), m, b);
+  if (clampLo)
+    x = std::max(x, lo);
+  if (clampHi)
+    x = std::min(x, hi);
+  return zp + static_cast<int64_t>(std::nearbyint(x));
+}
+
+int64_t OneStepRequant::eval(int64_t acc) const {
+  int64_t v = raw(acc);
+  for (auto [a, d] : exceptions)
+    if (a == acc)
+      v += d;
+  return std::clamp(v, typeLo, typeHi);
+}
+
+namespace {
+
+/// The smallest a in [lo, hi] with fn(a) >= v, or hi + 1; fn is
+/// non-decreasing. `guess` is where the step is expected: a gallop from it
+/// brackets the step, then a bisection finds it.
+template <typename Fn>
+int64_t firstAtLeast(Fn &&fn, int64_t v, int64_t lo, int64_t hi, double guess) {
+  // Invariant: fn(below) < v or below = lo - 1; fn(above) >= v or above =
+  // hi + 1.
+  int64_t g = static_cast<int64_t>(
+      std::clamp(guess, static_cast<double>(lo), static_cast<double>(hi)));
+  int64_t below, above, step = 1;
+  if (fn(g) >= v) {
+    above = g;
+    below = std::max(lo - 1, g - 1);
+    while (below >= lo && fn(below) >= v) {
+      above = below;
+      step *= 2;
+      below = std::max(lo - 1, above - step);
+    }
+  } else {
+    below = g;
+    above = std::min(hi + 1, g + 1);
+    while (above <= hi && fn(above) < v) {
+      below = above;
+      step *= 2;
+      above = std::min(hi + 1, below + step);
+    }
+  }
+  while (above - below > 1) {
+    int64_t mid = below + (above - below) / 2;
+    (fn(mid) >= v ? above : below) = mid;
+  }
+  return above;
+}
+
+/// `c`'s exceptions against `r` over [accMin, accMax], or false when more
+/// than `maxExceptions` are needed.
+bool collectExceptions(const Requant &r, OneStepRequant &c, int64_t accMin,
+                       int64_t accMax, size_t maxExceptions) {
+  c.exceptions.clear();
+  auto exact = [&](int64_t a) { return r.exact(a); };
+  auto one = [&](int64_t a) {
+    return std::clamp(c.raw(a), c.typeLo, c.typeHi);
+  };
+  int64_t vLo = std::min(exact(accMin), one(accMin)),
+          vHi = std::max(exact(accMax), one(accMax));
+  for (int64_t v = vLo + 1; v <= vHi; ++v) {
+    // Where both cross v - 1/2: the line's estimate.
+    double guess = (static_cast<double>(v - c.zp) - 0.5 - c.b) / c.m;
+    int64_t t0 = firstAtLeast(exact, v, accMin, accMax, guess),
+            t1 = firstAtLeast(one, v, accMin, accMax, guess);
+    for (int64_t a = std::min(t0, t1); a < std::max(t0, t1); ++a) {
+      if (std::any_of(c.exceptions.begin(), c.exceptions.end(),
+                      [&](auto e) { return e.first == a; }))
+        continue;
+      if (c.exceptions.size() == maxExceptions)
+        return false;
+      c.exceptions.push_back(
+          {static_cast<int32_t>(a), static_cast<int32_t>(exact(a) - c.raw(a))});
+    }
+  }
+  return true;
+}
+
+} // namespace
+
+namespace {
+
+/// The constants rounded once, the bounds and the stored type of `r`;
+/// nullopt where the fold does not apply.
+std::optional<OneStepRequant> baseOf(const Requant &r, int64_t accMin,
+                                     int64_t accMax) {
+  double slope = static_cast<double>(r.mult) * (r.hasScale ? r.scale : 1.f);
+  double bias = r.hasBias ? r.bias : 0.f;
+  if (!(slope > 0) || !std::isfinite(slope) || !std::isfinite(bias) ||
+      !(r.outScale > 0) || !std::isfinite(r.outScale) || accMin > accMax ||
+      accMin < INT32_MIN || accMax > INT32_MAX)
+    return std::nullopt;
+  auto [lo, hi] = r.bounds();
+  if (lo > hi)
+    return std::nullopt;
+  OneStepRequant c;
+  c.m = static_cast<float>(slope / r.outScale);
+  c.b = static_cast<float>(bias / r.outScale);
+  c.zp = r.zp;
+  if (!(c.m > 0) || !std::isfinite(c.m) || !std::isfinite(c.b))
+    return std::nullopt;
+  c.typeLo = r.qmin < 0 ? -128 : 0;
+  c.typeHi = r.qmin < 0 ? 127 : 255;
+  c.lo = static_cast<float>(lo - r.zp);
+  c.hi = static_cast<float>(hi - r.zp);
+  return c;
+}
+
+} // namespace
+
+std::pair<bool, bool> OneStepRequant::clamps(const Requant &r, int64_t accMin,
+                                             int64_t accMax) {
+  std::optional<OneStepRequant> c = baseOf(r, accMin, accMax);
+  if (!c)
+    return {true, true};
+  double reach = std::max(std::abs(static_cast<double>(accMin)),
+                          std::abs(static_cast<double>(accMax))) *
+                     c->m * 1.01 +
+                 std::abs(c->b) + 2;
+  bool wide = reach >= 0x1p30;
+  return {wide || c->lo + c->zp > c->typeLo, wide || c->hi + c->zp < c->typeHi};
+}
+
+std::optional<OneStepRequant>
+OneStepRequant::find(const Requant &r, int64_t accMin, int64_t accMax,
+                     size_t maxExceptions, std::pair<bool, bool> given) {
+  std::optional<OneStepRequant> base = baseOf(r, accMin, accMax);
+  if (!base)
+    return std::nullopt;
+  auto [needLo, needHi] = clamps(r, accMin, accMax);
+  if ((needLo && !given.first) || (needHi && !given.second))
+    return std::nullopt;
+  std::tie(base->clampLo, base->clampHi) = given;
+  // The constants rounded once, then a few ulps around them: where the
+  // two-step rounding departs from the line, a neighbour may follow it.
+  std::optional<OneStepRequant> best;
+  auto step = [](float v, int k) {
+    for (; k > 0; --k)
+      v = std::nextafter(v, INFINITY);
+    for (; k < 0; ++k)
+      v = std::nextafter(v, -INFINITY);
+    return v;
+  };
+  for (int dm : {0, 1, -1, 2, -2})
+    for (int db : {0, 1, -1, 2, -2, 3, -3}) {
+      if (best && best->exceptions.empty())
+        return best;
+      OneStepRequant c = *base;
+      c.m = step(base->m, dm);
+      c.b = step(base->b, db);
+      size_t limit = best ? best->exceptions.size() - 1 : maxExceptions;
+      if (!collectExceptions(r, c, accMin, accMax, limit))
+        continue;
+      best = c;
+    }
+  return best;
+}

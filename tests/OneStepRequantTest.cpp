@@ -1,0 +1,162 @@
+//===- OneStepRequantTest.cpp - requantization in one FMA, proven exact ---===//
+//
+// OneStepRequant (the AVX-512 epilogue's requantization: one FMA, a clamp
+// where needed and up to two exceptions per channel) against the two-step
+// requantization the reference computes, for every accumulator of each
+// channel's range. The channels draw their scales over several decades, a
+// bias, u8 and s8 outputs and a Relu clamp, as calibrated models have them.
+//
+//===----------------------------------------------------------------------===//
+
+#include "qatc/Codegen/OneStepRequant.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+using qatc::codegen::OneStepRequant;
+using qatc::codegen::Requant;
+
+namespace {
+
+Requant randomChannel(std::mt19937 &rng, int i) {
+  std::uniform_real_distribution<float> u(0, 1);
+  Requant r;
+  float sx = std::exp(std::log(0.005f) + 3.f * u(rng));
+  float sw = std::exp(std::log(0.0002f) + 5.f * u(rng));
+  r.mult = sx * sw;
+  r.outScale = std::exp(std::log(0.005f) + 4.f * u(rng));
+  r.hasBias = i % 4 != 0;
+  r.bias = (u(rng) - 0.5f) * 4.f;
+  r.hasScale = i % 5 == 0;
+  r.scale = 0.5f + u(rng);
+  bool u8 = i % 2;
+  r.zp = u8 ? (i % 3 ? 128 : 97) : 0;
+  r.qmin = u8 ? 0 : -128;
+  r.qmax = u8 ? 255 : 127;
+  if (i % 3 == 0) {
+    r.hasAct = true;
+    r.actLo = 0;
+    r.actHi = i % 6 == 0 ? 6.f : INFINITY;
+  }
+  return r;
+}
+
+/// Every accumulator of [lo, hi] gives the two-step result; true when the
+/// fold was found.
+bool foldsExactly(const Requant &r, int64_t lo, int64_t hi,
+                  size_t *exceptions = nullptr) {
+  auto f =
+      OneStepRequant::find(r, lo, hi, 2, OneStepRequant::clamps(r, lo, hi));
+  if (!f)
+    return false;
+  int64_t bad = 0;
+  for (int64_t a = lo; a <= hi; ++a)
+    bad += f->eval(a) != r.exact(a);
+  EXPECT_EQ(bad, 0) << "mult " << r.mult << " out " << r.outScale << " zp "
+                    << r.zp;
+  if (exceptions)
+    *exceptions = f->exceptions.size();
+  return true;
+}
+
+TEST(OneStepRequant, EqualsTwoStepOverWholeRanges) {
+  std::mt19937 rng(7);
+  int found = 0;
+  const int channels = 400;
+  for (int i = 0; i < channels; ++i) {
+    Requant r = randomChannel(rng, i);
+    int64_t half = 20000 + (i % 7) * 15000;
+    found += foldsExactly(r, -half, half + i);
+  }
+  // Calibrated scales fold almost always (4000 of 4000 channels measured);
+  // fewer would cost the depthwise and pointwise layers their speed.
+  EXPECT_GE(found, channels * 99 / 100);
+}
+
+TEST(OneStepRequant, ExceptionsFollowTheTwoStepRounding) {
+  // Where the two roundings depart from the line, the fold adds the
+  // difference at that accumulator: channels that need it, found among
+  // narrow scale ranges (many levels per range), checked over the range.
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> u(0, 1);
+  int checked = 0;
+  for (int i = 0; i < 4000 && checked < 8; ++i) {
+    Requant r;
+    r.mult = (0.01f + 0.09f * u(rng)) * (0.0005f + 0.02f * u(rng));
+    r.outScale = 0.01f + 0.2f * u(rng);
+    r.hasBias = true;
+    r.bias = (u(rng) - 0.5f) * 2;
+    r.zp = i % 2 ? 128 : 0;
+    r.qmin = i % 2 ? 0 : -128;
+    r.qmax = i % 2 ? 255 : 127;
+    const int64_t lo = -150000, hi = 150000;
+    auto f =
+        OneStepRequant::find(r, lo, hi, 2, OneStepRequant::clamps(r, lo, hi));
+    if (!f || f->exceptions.empty())
+      continue;
+    size_t e = 0;
+    EXPECT_TRUE(foldsExactly(r, lo, hi, &e));
+    EXPECT_EQ(e, f->exceptions.size());
+    // Without its exceptions the channel is not exact: they are needed.
+    OneStepRequant plain = *f;
+    plain.exceptions.clear();
+    int64_t bad = 0;
+    for (auto [a, d] : f->exceptions)
+      bad += plain.eval(a) != r.exact(a);
+    EXPECT_GT(bad, 0);
+    ++checked;
+  }
+  EXPECT_EQ(checked, 8);
+}
+
+TEST(OneStepRequant, ClampsWhereTheRangeIsWide) {
+  Requant r;
+  r.mult = 0.02f;
+  r.outScale = 0.013f;
+  r.zp = 128;
+  r.qmin = 0;
+  r.qmax = 255;
+  // 2^30 / 1.5: the FMA could leave the i32 range, so both clamps.
+  auto c = OneStepRequant::clamps(r, -800000000, 800000000);
+  EXPECT_TRUE(c.first && c.second);
+  // A small range relies on the packs' saturation.
+  c = OneStepRequant::clamps(r, -100000, 100000);
+  EXPECT_FALSE(c.first || c.second);
+  EXPECT_TRUE(foldsExactly(r, -100000, 100000));
+  // Relu narrows the low bound to the zero point: a clamp there.
+  r.hasAct = true;
+  r.actLo = 0;
+  r.actHi = INFINITY;
+  c = OneStepRequant::clamps(r, -100000, 100000);
+  EXPECT_TRUE(c.first);
+  EXPECT_FALSE(c.second);
+  EXPECT_TRUE(foldsExactly(r, -100000, 100000));
+  // Fewer clamps than needed are refused.
+  EXPECT_FALSE(OneStepRequant::find(r, -100000, 100000, 2, {false, false}));
+}
+
+TEST(OneStepRequant, RefusesWhatItCannotMatch) {
+  // A decreasing channel (a negative channel scale).
+  Requant r;
+  r.mult = 0.001f;
+  r.hasScale = true;
+  r.scale = -0.7f;
+  r.outScale = 0.05f;
+  EXPECT_FALSE(OneStepRequant::find(r, -1000, 1000, 2, {true, true}));
+  // Round scales put a tie of the exact quotient every 200 accumulators
+  // (0.05 * 0.01 / 0.1 = 1/200), each broken by the two-step rounding its
+  // own way: more than two exceptions, so the layer keeps two steps.
+  Requant t;
+  t.mult = 0.05f * 0.01f;
+  t.hasBias = true;
+  t.bias = 0.1f;
+  t.outScale = 0.1f;
+  t.zp = 128;
+  t.qmin = 0;
+  t.qmax = 255;
+  EXPECT_FALSE(OneStepRequant::find(t, -72640, 72710, 2, {true, true}));
+}
+
+} // namespace
