@@ -1,0 +1,97 @@
+// Tests of the one-step requantization (OneStepRequant.h): on AVX-512 a
+// plain int8 epilogue is one FMA by constants the lowering folded, a
+// rounding conversion and the packs, where OneStepRequant proves it equal
+// to the reference's two roundings for every accumulator the weights
+// allow; a channel that needs it corrects one accumulator with a compare
+// and a select. A u8 zero point of 128 is a sign flip of the signed packs.
+// Round scales (exact ties every few hundred accumulators) keep the
+// two-step form, and so does AVX2.
+//
+// RUN: qatc-opt %s --split-input-file --qat-lower --qat-layer-functions=target-cpu=avx512vnni | FileCheck %s
+// RUN: qatc-opt %s --split-input-file --qat-lower --qat-layer-functions=target-cpu=avx2 | FileCheck %s --check-prefix=AVX2
+
+// Calibrated scales, no exception, zero point 128.
+// CHECK-LABEL: func.func @qatc_layer_1(
+// CHECK-NOT: arith.divf
+// CHECK-NOT: arith.cmpi eq
+// CHECK: %[[Y:.*]] = arith.sitofp %{{.*}} : vector<64xi32> to vector<64xf32>
+// CHECK: math.fma %[[Y]], %{{.*}}, %{{.*}} : vector<64xf32>
+// CHECK-NOT: arith.divf
+// CHECK: llvm.x86.avx512.mask.cvtps2dq.512
+// CHECK: %[[B:.*]] = llvm.call_intrinsic "llvm.x86.avx512.packsswb.512"
+// CHECK: arith.xori %[[B]]
+// CHECK: func.func @qatc_layer_2(
+// AVX2-LABEL: func.func @qatc_layer_1(
+// AVX2: arith.divf
+// AVX2: func.func @qatc_layer_2(
+func.func @main(%x: tensor<1x64x6x6xf32>) -> tensor<1x48x6x6xf32> {
+  %s = onnx.Constant dense<0.0473> : tensor<f32>
+  %z = onnx.Constant dense<0> : tensor<ui8>
+  %so = onnx.Constant dense<0.0891> : tensor<f32>
+  %zo = onnx.Constant dense<128> : tensor<ui8>
+  %ws = onnx.Constant dense<0.00731> : tensor<48xf32>
+  %wz = onnx.Constant dense<0> : tensor<48xi8>
+  %wq = onnx.Constant dense<3> : tensor<48x64x1x1xi8>
+  %b = onnx.Constant dense<0.37> : tensor<48xf32>
+  %q = onnx.QuantizeLinear(%x, %s, %z) : (tensor<1x64x6x6xf32>, tensor<f32>, tensor<ui8>) -> tensor<1x64x6x6xui8>
+  %dq = onnx.DequantizeLinear(%q, %s, %z) : (tensor<1x64x6x6xui8>, tensor<f32>, tensor<ui8>) -> tensor<1x64x6x6xf32>
+  %w = onnx.DequantizeLinear(%wq, %ws, %wz) {axis = 0 : i64} : (tensor<48x64x1x1xi8>, tensor<48xf32>, tensor<48xi8>) -> tensor<48x64x1x1xf32>
+  %c = onnx.Conv(%dq, %w, %b) {kernel_shape = array<i64: 1, 1>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : (tensor<1x64x6x6xf32>, tensor<48x64x1x1xf32>, tensor<48xf32>) -> tensor<1x48x6x6xf32> loc("pointwise")
+  %q2 = onnx.QuantizeLinear(%c, %so, %zo) : (tensor<1x48x6x6xf32>, tensor<f32>, tensor<ui8>) -> tensor<1x48x6x6xui8>
+  %y = onnx.DequantizeLinear(%q2, %so, %zo) : (tensor<1x48x6x6xui8>, tensor<f32>, tensor<ui8>) -> tensor<1x48x6x6xf32>
+  return %y : tensor<1x48x6x6xf32>
+}
+
+// -----
+
+// A weight scale whose channels need one exception, zero point 0 (no flip).
+// CHECK-LABEL: func.func @qatc_layer_1(
+// CHECK-NOT: arith.divf
+// CHECK: %[[Y:.*]] = arith.sitofp %[[ACC:.*]] : vector<64xi32> to vector<64xf32>
+// CHECK: math.fma %[[Y]]
+// CHECK: %[[HIT:.*]] = arith.cmpi eq, %[[ACC]], %{{.*}} : vector<64xi32>
+// CHECK: arith.select %[[HIT]], %{{.*}} : vector<64xi1>, vector<64xi32>
+// CHECK: llvm.x86.avx512.packuswb.512
+// CHECK-NOT: arith.xori
+// CHECK: func.func @qatc_layer_2(
+func.func @main(%x: tensor<1x64x6x6xf32>) -> tensor<1x48x6x6xf32> {
+  %s = onnx.Constant dense<0.0473> : tensor<f32>
+  %z = onnx.Constant dense<0> : tensor<ui8>
+  %so = onnx.Constant dense<0.0891> : tensor<f32>
+  %zo = onnx.Constant dense<0> : tensor<ui8>
+  %ws = onnx.Constant dense<0.0058697> : tensor<48xf32>
+  %wz = onnx.Constant dense<0> : tensor<48xi8>
+  %wq = onnx.Constant dense<3> : tensor<48x64x1x1xi8>
+  %b = onnx.Constant dense<0.37> : tensor<48xf32>
+  %q = onnx.QuantizeLinear(%x, %s, %z) : (tensor<1x64x6x6xf32>, tensor<f32>, tensor<ui8>) -> tensor<1x64x6x6xui8>
+  %dq = onnx.DequantizeLinear(%q, %s, %z) : (tensor<1x64x6x6xui8>, tensor<f32>, tensor<ui8>) -> tensor<1x64x6x6xf32>
+  %w = onnx.DequantizeLinear(%wq, %ws, %wz) {axis = 0 : i64} : (tensor<48x64x1x1xi8>, tensor<48xf32>, tensor<48xi8>) -> tensor<48x64x1x1xf32>
+  %c = onnx.Conv(%dq, %w, %b) {kernel_shape = array<i64: 1, 1>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : (tensor<1x64x6x6xf32>, tensor<48x64x1x1xf32>, tensor<48xf32>) -> tensor<1x48x6x6xf32> loc("pointwise")
+  %q2 = onnx.QuantizeLinear(%c, %so, %zo) : (tensor<1x48x6x6xf32>, tensor<f32>, tensor<ui8>) -> tensor<1x48x6x6xui8>
+  %y = onnx.DequantizeLinear(%q2, %so, %zo) : (tensor<1x48x6x6xui8>, tensor<f32>, tensor<ui8>) -> tensor<1x48x6x6xf32>
+  return %y : tensor<1x48x6x6xf32>
+}
+
+// -----
+
+// Round scales: 0.05 * 0.01 / 0.1 puts a tie every 200 accumulators; two steps.
+// CHECK-LABEL: func.func @qatc_layer_1(
+// CHECK: arith.divf
+// CHECK: func.func @qatc_layer_2(
+func.func @main(%x: tensor<1x64x6x6xf32>) -> tensor<1x48x6x6xf32> {
+  %s = onnx.Constant dense<0.05> : tensor<f32>
+  %z = onnx.Constant dense<0> : tensor<ui8>
+  %so = onnx.Constant dense<0.1> : tensor<f32>
+  %zo = onnx.Constant dense<128> : tensor<ui8>
+  %ws = onnx.Constant dense<0.01> : tensor<48xf32>
+  %wz = onnx.Constant dense<0> : tensor<48xi8>
+  %wq = onnx.Constant dense<3> : tensor<48x64x1x1xi8>
+  %b = onnx.Constant dense<0.5> : tensor<48xf32>
+  %q = onnx.QuantizeLinear(%x, %s, %z) : (tensor<1x64x6x6xf32>, tensor<f32>, tensor<ui8>) -> tensor<1x64x6x6xui8>
+  %dq = onnx.DequantizeLinear(%q, %s, %z) : (tensor<1x64x6x6xui8>, tensor<f32>, tensor<ui8>) -> tensor<1x64x6x6xf32>
+  %w = onnx.DequantizeLinear(%wq, %ws, %wz) {axis = 0 : i64} : (tensor<48x64x1x1xi8>, tensor<48xf32>, tensor<48xi8>) -> tensor<48x64x1x1xf32>
+  %c = onnx.Conv(%dq, %w, %b) {kernel_shape = array<i64: 1, 1>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : (tensor<1x64x6x6xf32>, tensor<48x64x1x1xf32>, tensor<48xf32>) -> tensor<1x48x6x6xf32> loc("pointwise")
+  %q2 = onnx.QuantizeLinear(%c, %so, %zo) : (tensor<1x48x6x6xf32>, tensor<f32>, tensor<ui8>) -> tensor<1x48x6x6xui8>
+  %y = onnx.DequantizeLinear(%q2, %so, %zo) : (tensor<1x48x6x6xui8>, tensor<f32>, tensor<ui8>) -> tensor<1x48x6x6xf32>
+  return %y : tensor<1x48x6x6xf32>
+}
