@@ -97,8 +97,24 @@ void qatc::codegen::emitAmxConv(KB &k, const AmxSpec &s) {
   // to.
   Value scratch = entryAlloca(k, bufferBytes + 256);
   Value junk = k.gep(scratch, bufferBytes);
-  asmStatement(k, "ldtilecfg ($0)", "r,~{memory}",
-               {k.gep(k.weights, s.cfgOff)});
+  // The tile configuration, a constant: palette 1, every tile 16 rows of
+  // 64 bytes (colsb at 16, rows at 48). Stored on the stack, not read from
+  // the weights: weights a tamperer edited (the checksum recomputed) then
+  // give other numbers, never an invalid configuration (ldtilecfg faults,
+  // and tiles it left unconfigured fault in the next tile instruction).
+  SmallVector<int8_t> cfg(64, 0);
+  cfg[0] = 1;
+  for (int t = 0; t < 8; ++t) {
+    cfg[16 + 2 * t] = 64;
+    cfg[48 + t] = 16;
+  }
+  auto cfgType = VectorType::get({64}, k.i8);
+  Value cfgAt = entryAlloca(k, 64);
+  k.store(k.b.create<arith::ConstantOp>(
+              k.loc, cfgType,
+              DenseElementsAttr::get(cfgType, ArrayRef<int8_t>(cfg))),
+          cfgAt);
+  asmStatement(k, "ldtilecfg ($0)", "r,~{memory}", {cfgAt});
   const int64_t colBlocks = s.colBlocks();
   const int64_t stepBytes = NT * 1024;
   Value stride64 = k.c(64), stride0 = k.c(0), aStride = k.c(s.aStride);

@@ -228,14 +228,6 @@ bool GraphLowering::amxConv(
   }
   a.weightOff = addArray(packed);
   a.corrOff = s.corrOff;
-  // Palette 1; every tile 16 rows of 64 bytes (colsb at 16, rows at 48).
-  std::vector<uint8_t> cfg(64, 0);
-  cfg[0] = 1;
-  for (int t = 0; t < 8; ++t) {
-    cfg[16 + 2 * t] = 64;
-    cfg[48 + t] = 16;
-  }
-  a.cfgOff = addArray(cfg);
 
   // The farthest byte a tile load reads: past the last real row (whole
   // blocks of rows) and past the last tap's K (whole chunks).

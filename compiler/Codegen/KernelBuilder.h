@@ -291,7 +291,6 @@ struct AmxSpec {
   /// (weights blob): one 1 KiB B tile each, loaded with a 64-byte stride.
   int64_t weightOff = 0;
   int64_t corrOff = 0; ///< i32[c] initial accumulators, readable past OC
-  int64_t cfgOff = 0;  ///< the 64-byte tile configuration (weights blob)
   int64_t MT = 2, NT = 2;
   /// Virtual row v is output pixel v, or on a grid (`grid`) pixel (n, i, j)
   /// of v = (n * Hq + i) * Wq + j, which exists when i < OH and j < OW.
