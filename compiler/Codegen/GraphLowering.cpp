@@ -386,9 +386,12 @@ void GraphLowering::foldRequantization(
     Epilogue &ep, int64_t channels,
     llvm::function_ref<std::pair<int64_t, int64_t>(int64_t)> accRange) {
   // The packed stores it needs are AVX-512's; a residual, a second
-  // quantization or a fused chain keep the two-step form.
+  // quantization, a fused chain or a degenerate activation (a Clip whose
+  // min exceeds its max, which the epilogue applies as it stands) keep the
+  // two-step form.
   if (!hasAvx512(target.isa) || !ep.quantOut || ep.multOff < 0 || ep.midQuant ||
-      ep.hasResidual || ep.hasPost || ep.chain)
+      ep.hasResidual || ep.hasPost || ep.chain ||
+      (ep.hasAct && !(ep.actLo <= ep.actHi)))
     return;
   auto channel = [&](int64_t off, int64_t c) {
     float v;
