@@ -420,11 +420,11 @@ void GraphLowering::foldRequantization(
     clamps.first |= need.first;
     clamps.second |= need.second;
   }
-  constexpr size_t kMaxExceptions = 2;
   std::vector<OneStepRequant> folds;
   for (int64_t c = 0; c < channels; ++c) {
-    std::optional<OneStepRequant> f = OneStepRequant::find(
-        rs[c], ranges[c].first, ranges[c].second, kMaxExceptions, clamps);
+    std::optional<OneStepRequant> f =
+        OneStepRequant::find(rs[c], ranges[c].first, ranges[c].second,
+                             Epilogue::kMaxFoldExceptions, clamps);
     if (!f)
       return;
     folds.push_back(std::move(*f));

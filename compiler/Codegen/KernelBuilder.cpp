@@ -547,8 +547,11 @@ void qatc::codegen::emitEpilogue(KB &k, const Epilogue &ep,
   bool intAcc =
       !isa<FloatType>(cast<VectorType>(acc.getType()).getElementType());
   Value y = intAcc ? b.create<arith::SIToFPOp>(k.loc, vf, acc) : acc;
-  auto channelVec = [&](int64_t off) {
-    return k.tile(k.load(VectorType::get({16}, k.f32), k.weightsAt(off, c0, 4)),
+  // Per-channel constants (f32, or i32 `elem`) for the 16 channels from c0,
+  // repeated for each part.
+  auto channelVec = [&](int64_t off, Type elem = nullptr) {
+    return k.tile(k.load(VectorType::get({16}, elem ? elem : k.f32),
+                         k.weightsAt(off, c0, 4)),
                   parts);
   };
   if (k.avx512 && intAcc && ep.foldMulOff >= 0) {
@@ -567,21 +570,19 @@ void qatc::codegen::emitEpilogue(KB &k, const Epilogue &ep,
       q = b.create<arith::MinimumFOp>(k.loc, q, k.splatF(ep.foldHi, lanes),
                                       finite);
     Value qi = k.roundToI32(q);
-    auto v16i32 = VectorType::get({16}, k.i32);
     // The zero point after the rounding (OneStepRequant.h says why); 128 on
     // a u8 result by the store's sign flip.
     bool isSigned = ep.qmin < 0, offset128 = !isSigned && ep.outZp == 128;
     if (!offset128 && ep.outZp)
       qi = b.create<arith::AddIOp>(k.loc, qi, k.splatI(ep.outZp, lanes, k.i32));
     for (int64_t e = 0; e < ep.foldExceptions; ++e) {
-      auto ints = [&](int64_t off) {
-        return k.tile(k.load(v16i32, k.weightsAt(off, c0, 4)), parts);
-      };
       Value hit = b.create<arith::CmpIOp>(k.loc, arith::CmpIPredicate::eq, acc,
-                                          ints(ep.foldAccOff[e]));
+                                          channelVec(ep.foldAccOff[e], k.i32));
       qi = b.create<arith::SelectOp>(
           k.loc, hit,
-          b.create<arith::AddIOp>(k.loc, qi, ints(ep.foldDeltaOff[e])), qi);
+          b.create<arith::AddIOp>(k.loc, qi,
+                                  channelVec(ep.foldDeltaOff[e], k.i32)),
+          qi);
     }
     // The packs saturate to the stored type.
     storePacked(k, qi, isSigned, outs, mask, /*clamped=*/false, offset128);

@@ -176,8 +176,10 @@ struct Epilogue {
   int64_t foldMulOff = -1, foldAddOff = -1;
   bool foldClampLo = false, foldClampHi = false;
   float foldLo = 0, foldHi = 255;
+  static constexpr int64_t kMaxFoldExceptions = 2;
   int64_t foldExceptions = 0;
-  int64_t foldAccOff[2] = {-1, -1}, foldDeltaOff[2] = {-1, -1};
+  int64_t foldAccOff[kMaxFoldExceptions] = {-1, -1},
+          foldDeltaOff[kMaxFoldExceptions] = {-1, -1};
   bool hasAct = false;
   float actLo = 0, actHi = 0;
   bool hasResidual = false;

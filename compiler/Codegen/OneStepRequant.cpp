@@ -13,7 +13,7 @@
 
 using namespace qatc::codegen;
 
-std::pair<int64_t, int64_t> Requant::bounds() const {
+std::pair<float, float> Requant::quotientBounds() const {
   float lo = static_cast<float>(qmin - zp), hi = static_cast<float>(qmax - zp);
   if (hasAct && actLo <= actHi) {
     // The reference clamps y before dividing; the quotient is monotone, so
@@ -21,6 +21,11 @@ std::pair<int64_t, int64_t> Requant::bounds() const {
     lo = std::max(lo, actLo / outScale);
     hi = std::min(hi, actHi / outScale);
   }
+  return {lo, hi};
+}
+
+std::pair<int64_t, int64_t> Requant::bounds() const {
+  auto [lo, hi] = quotientBounds();
   return {zp + static_cast<int64_t>(std::nearbyint(lo)),
           zp + static_cast<int64_t>(std::nearbyint(hi))};
 }
@@ -31,11 +36,7 @@ int64_t Requant::exact(int64_t acc) const {
     y = y * scale;
   if (hasBias)
     y = y + bias;
-  float lo = static_cast<float>(qmin - zp), hi = static_cast<float>(qmax - zp);
-  if (hasAct && actLo <= actHi) {
-    lo = std::max(lo, actLo / outScale);
-    hi = std::min(hi, actHi / outScale);
-  }
+  auto [lo, hi] = quotientBounds();
   float q = std::min(std::max(y / outScale, lo), hi);
   return zp + static_cast<int64_t>(std::nearbyint(q));
 }
@@ -122,10 +123,6 @@ bool collectExceptions(const Requant &r, OneStepRequant &c, int64_t accMin,
   return true;
 }
 
-} // namespace
-
-namespace {
-
 /// The constants rounded once, the bounds and the stored type of `r`;
 /// nullopt where the fold does not apply.
 std::optional<OneStepRequant> baseOf(const Requant &r, int64_t accMin,
@@ -152,19 +149,24 @@ std::optional<OneStepRequant> baseOf(const Requant &r, int64_t accMin,
   return c;
 }
 
+/// The clamps `c` (a base) needs over [accMin, accMax]
+/// (OneStepRequant::clamps).
+std::pair<bool, bool> clampsOf(const OneStepRequant &c, int64_t accMin,
+                               int64_t accMax) {
+  double reach = std::max(std::abs(static_cast<double>(accMin)),
+                          std::abs(static_cast<double>(accMax))) *
+                     c.m * 1.01 +
+                 std::abs(c.b) + 2;
+  bool wide = reach >= 0x1p30;
+  return {wide || c.lo + c.zp > c.typeLo, wide || c.hi + c.zp < c.typeHi};
+}
+
 } // namespace
 
 std::pair<bool, bool> OneStepRequant::clamps(const Requant &r, int64_t accMin,
                                              int64_t accMax) {
   std::optional<OneStepRequant> c = baseOf(r, accMin, accMax);
-  if (!c)
-    return {true, true};
-  double reach = std::max(std::abs(static_cast<double>(accMin)),
-                          std::abs(static_cast<double>(accMax))) *
-                     c->m * 1.01 +
-                 std::abs(c->b) + 2;
-  bool wide = reach >= 0x1p30;
-  return {wide || c->lo + c->zp > c->typeLo, wide || c->hi + c->zp < c->typeHi};
+  return c ? clampsOf(*c, accMin, accMax) : std::pair{true, true};
 }
 
 std::optional<OneStepRequant>
@@ -173,7 +175,7 @@ OneStepRequant::find(const Requant &r, int64_t accMin, int64_t accMax,
   std::optional<OneStepRequant> base = baseOf(r, accMin, accMax);
   if (!base)
     return std::nullopt;
-  auto [needLo, needHi] = clamps(r, accMin, accMax);
+  auto [needLo, needHi] = clampsOf(*base, accMin, accMax);
   if ((needLo && !given.first) || (needHi && !given.second))
     return std::nullopt;
   std::tie(base->clampLo, base->clampHi) = given;

@@ -1,14 +1,13 @@
-//===- OneStepRequant.h - requantization in one FMA, proven exact -*- C++
-//-*-===//
+//===- OneStepRequant.h - one-FMA requantization, proven exact -*- C++ -*-===//
 //
 // An int8 convolution's result is requantized as the reference computes it:
 // y = RN(RN(acc * m) [* scale] [+ bias]), then q = rne(clamp(RN(y / s_y))) +
 // zp. On AVX-512 that is about ten instructions per 16 outputs (a division
 // or the reciprocal's three), the larger part of a depthwise layer's time.
-// One FMA, q = rne(acc * M + B) with M = m [* scale] / s_y and B = bias / s_y
-// + zp rounded once, needs four, but rounds once where the reference rounds
-// twice: the integers differ where the quotient lies within an ulp or so of
-// a half.
+// One FMA, q = rne(acc * M + B) + zp with M = m [* scale] / s_y and B =
+// bias / s_y rounded once, needs four, but rounds once where the reference
+// rounds twice: the integers differ where the quotient lies within an ulp or
+// so of a half.
 //
 // Both are monotone step functions of the integer accumulator over the
 // range its weights allow, so they agree everywhere once they agree at
@@ -52,6 +51,11 @@ struct Requant {
   /// The stored integer bounds of the result: [qmin, qmax] narrowed by the
   /// activation's quotients.
   std::pair<int64_t, int64_t> bounds() const;
+
+private:
+  /// The bounds of the quotient y / outScale (minus the zero point) before
+  /// the rounding, as the two-step epilogue clamps it.
+  std::pair<float, float> quotientBounds() const;
 };
 
 /// q = sat(rne(clamp(fma(float(acc), m, b), lo, hi)) + zp + delta), where
