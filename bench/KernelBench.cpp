@@ -38,6 +38,9 @@ struct Case {
   int ic, oc, h, w, k, stride, group;
   bool int8;
   bool gemm = false; ///< a [1, ic] x [ic, oc] Gemm (h, w, k unused)
+  /// y = Relu(conv + r), r a second int8 input: ResNet's bottleneck ends,
+  /// whose epilogue requantizes the conv, adds and requantizes again.
+  bool residual = false;
 };
 
 const Case kCases[] = {
@@ -47,6 +50,8 @@ const Case kCases[] = {
     {"int8/conv3x3_512_7", 512, 512, 7, 7, 3, 1, 1, true},
     {"int8/conv1x1_256to64_56", 256, 64, 56, 56, 1, 1, 1, true},
     {"int8/conv1x1_64to256_56", 64, 256, 56, 56, 1, 1, 1, true},
+    {"int8/conv1x1_64to256_56_residual", 64, 256, 56, 56, 1, 1, 1, true, false,
+     true},
     {"int8/conv1x1_1024to256_14", 1024, 256, 14, 14, 1, 1, 1, true},
     {"int8/conv1x1_512to2048_7", 512, 2048, 7, 7, 1, 1, 1, true},
     {"int8/depthwise3x3_144_56", 144, 144, 56, 56, 3, 1, 144, true},
@@ -96,7 +101,9 @@ std::string onnxText(const Case &c) {
              : std::to_string(c.oc) + "," + std::to_string(icg) + "," +
                    std::to_string(kk) + "," + std::to_string(kk);
   os << "<ir_version: 8, opset_import: [\"\" : 17]>\n"
-     << "g (float[" << inShape << "] x) => (float[" << outShape << "] y) <";
+     << "g (float[" << inShape << "] x"
+     << (c.residual ? ", float[" + outShape + "] r" : "") << ") => (float["
+     << outShape << "] y) <";
   std::vector<float> bias(c.oc, 0.1f);
   if (c.int8) {
     // Scales as calibration leaves them, not round ones: 0.05 * 0.01 / 0.1
@@ -110,7 +117,8 @@ std::string onnxText(const Case &c) {
     os << "int8[" << wShape << "] w = {" << list(wq) << "}, float[" << c.oc
        << "] ws = {" << list(ws) << "}, int8[" << c.oc << "] wz = {" << list(wz)
        << "}, float xs = {0.0473}, int8 xz = {0}, float ys = "
-       << "{0.0891}, int8 yz = {0}, ";
+       << "{0.0891}, int8 yz = {0}, float cs = {0.0637}, int8 cz = {0}, "
+       << "float rs = {0.0719}, int8 rz = {0}, ";
   } else {
     std::vector<float> wf(count);
     for (size_t i = 0; i < count; ++i)
@@ -124,6 +132,11 @@ std::string onnxText(const Case &c) {
           "xz)\n  wd = DequantizeLinear <axis = 0> (w, ws, wz)\n";
     in = "xd";
     weight = "wd";
+    // The residual's quantization before the conv, as an exporter orders
+    // a bottleneck's shortcut.
+    if (c.residual)
+      os << "  rq = QuantizeLinear(r, rs, rz)\n  rd = DequantizeLinear(rq, "
+            "rs, rz)\n";
   }
   std::string out = c.int8 ? "c" : "y";
   if (c.gemm)
@@ -134,9 +147,14 @@ std::string onnxText(const Case &c) {
        << "], strides = [" << c.stride << "," << c.stride << "], pads = ["
        << pad << "," << pad << "," << pad << "," << pad
        << "], group = " << c.group << "> (" << in << ", " << weight << ", b)\n";
+  if (c.residual) {
+    os << "  cq = QuantizeLinear(c, cs, cz)\n  cd = DequantizeLinear(cq, cs, "
+          "cz)\n  sum = Add(cd, rd)\n  act = Relu(sum)\n";
+    out = "act";
+  }
   if (c.int8)
-    os << "  yq = QuantizeLinear(c, ys, yz)\n  y = DequantizeLinear(yq, ys, "
-          "yz)\n";
+    os << "  yq = QuantizeLinear(" << out
+       << ", ys, yz)\n  y = DequantizeLinear(yq, ys, yz)\n";
   os << "}\n";
   return os.str();
 }

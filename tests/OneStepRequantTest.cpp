@@ -5,16 +5,22 @@
 // requantization the reference computes, for every accumulator of each
 // channel's range. The channels draw their scales over several decades, a
 // bias, u8 and s8 outputs and a Relu clamp, as calibrated models have them.
+// OneStepAdd (the requantized residual add in two FMAs) against the
+// reference's DequantizeLinear, Add, Relu and QuantizeLinear on every pair
+// of operands.
 //
 //===----------------------------------------------------------------------===//
 
 #include "qatc/Codegen/OneStepRequant.h"
+#include "qatc/Support/QuantMath.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <random>
 
+using qatc::codegen::AddRequant;
+using qatc::codegen::OneStepAdd;
 using qatc::codegen::OneStepRequant;
 using qatc::codegen::Requant;
 
@@ -160,3 +166,91 @@ TEST(OneStepRequant, RefusesWhatItCannotMatch) {
 }
 
 } // namespace
+
+namespace {
+
+/// The reference's add of stored u (the conv's result, zero point zu) and r:
+/// two DequantizeLinear, the Add, the activation, QuantizeLinear.
+int64_t referenceAdd(const AddRequant &a, int64_t zu, int64_t q, int64_t r) {
+  using namespace qatc;
+  float y = dequantizeValue<float>(q, a.s1, zu) +
+            dequantizeValue<float>(r, a.s2, a.rZp);
+  if (a.hasAct)
+    y = std::min(std::max(y, a.actLo), a.actHi);
+  return quantizeValue<float>(y, a.outScale, a.zp, a.qmin, a.qmax);
+}
+
+} // namespace
+
+TEST(OneStepAdd, EqualsTheReferenceOnEveryPair) {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> u(0, 1);
+  int found = 0, layers = 120;
+  for (int i = 0; i < layers; ++i) {
+    AddRequant a;
+    a.s1 = std::exp(std::log(0.005f) + 4.f * u(rng));
+    a.s2 = std::exp(std::log(0.005f) + 4.f * u(rng));
+    a.outScale = std::exp(std::log(0.005f) + 4.f * u(rng));
+    // Stored bytes: signed int8 offset by 128, as the plans store them.
+    int64_t zu = i % 3 ? 128 : 131;
+    a.uLo = 0 - zu;
+    a.uHi = 255 - zu;
+    a.rZp = i % 4 ? 128 : 0;
+    bool u8 = i % 2;
+    a.zp = u8 ? (i % 5 ? 128 : 97) : 0;
+    a.qmin = u8 ? 0 : -128;
+    a.qmax = u8 ? 255 : 127;
+    if (i % 3 != 2) {
+      a.hasAct = true;
+      a.actLo = 0;
+      a.actHi = i % 6 == 0 ? 6.f : INFINITY;
+    }
+    std::optional<OneStepAdd> f = OneStepAdd::find(a);
+    if (!f)
+      continue;
+    ++found;
+    int64_t bad = 0;
+    for (int64_t q = 0; q <= 255; ++q)
+      for (int64_t r = 0; r <= 255; ++r) {
+        int64_t want = referenceAdd(a, zu, q, r);
+        bad += f->eval(q - zu, r) != want;
+        bad += a.exact(q - zu, r) != want;
+      }
+    EXPECT_EQ(bad, 0) << "s1 " << a.s1 << " s2 " << a.s2 << " s " << a.outScale;
+  }
+  // The constants rounded once already match on most layers; a few ulps
+  // around them on the rest (200 of 200 in a wider sweep).
+  EXPECT_GE(found, layers * 95 / 100);
+}
+
+TEST(OneStepAdd, RoundScalesAndClamps) {
+  // Equal scales: the sum is exact and the form is u + r - zp.
+  AddRequant a;
+  a.s1 = a.s2 = a.outScale = 0.05f;
+  a.rZp = 128;
+  a.zp = 128;
+  a.uLo = -128;
+  a.uHi = 127;
+  a.hasAct = true; // Relu
+  a.actLo = 0;
+  a.actHi = INFINITY;
+  std::optional<OneStepAdd> f = OneStepAdd::find(a);
+  ASSERT_TRUE(f);
+  // Relu at zero point 128 lifts the lower bound above the stored type's.
+  EXPECT_TRUE(f->clampLo);
+  EXPECT_FALSE(f->clampHi);
+  EXPECT_EQ(f->eval(-128, 0), 128);
+  EXPECT_EQ(f->eval(100, 255), 255);
+  EXPECT_EQ(f->eval(3, 130), 133);
+  // A Clip whose min exceeds its max, which the two-step epilogue applies
+  // as it stands, is refused.
+  a.actLo = 2;
+  a.actHi = 1;
+  EXPECT_FALSE(OneStepAdd::find(a));
+  // So are scales that are not positive and finite.
+  a.hasAct = false;
+  a.s2 = -0.05f;
+  EXPECT_FALSE(OneStepAdd::find(a));
+  a.s2 = NAN;
+  EXPECT_FALSE(OneStepAdd::find(a));
+}

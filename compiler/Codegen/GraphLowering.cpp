@@ -385,14 +385,17 @@ void GraphLowering::fillEpilogueOut(Epilogue &ep, const CTensor &o) {
 void GraphLowering::foldRequantization(
     Epilogue &ep, int64_t channels,
     llvm::function_ref<std::pair<int64_t, int64_t>(int64_t)> accRange) {
-  // The packed stores it needs are AVX-512's; a residual, a second
-  // quantization, a fused chain or a degenerate activation (a Clip whose
-  // min exceeds its max, which the epilogue applies as it stands) keep the
-  // two-step form.
-  if (!hasAvx512(target.isa) || !ep.quantOut || ep.multOff < 0 || ep.midQuant ||
-      ep.hasResidual || ep.hasPost || ep.chain ||
-      (ep.hasAct && !(ep.actLo <= ep.actHi)))
+  // The packed stores it needs are AVX-512's; a fused chain or a degenerate
+  // activation (a Clip whose min exceeds its max, which the epilogue applies
+  // as it stands) keep the two-step form, and so does a residual or a
+  // second quantization other than the requantized add.
+  const bool add = ep.midQuant && ep.hasResidual;
+  if (!hasAvx512(target.isa) || !ep.quantOut || ep.multOff < 0 || ep.chain ||
+      (ep.hasAct && !(ep.actLo <= ep.actHi)) ||
+      (!add && (ep.midQuant || ep.hasResidual || ep.hasPost)))
     return;
+  if (add)
+    foldResidualAdd(ep);
   auto channel = [&](int64_t off, int64_t c) {
     float v;
     std::memcpy(&v, out.weights.data() + off + 4 * c, 4);
@@ -408,10 +411,11 @@ void GraphLowering::foldRequantization(
     r.scale = r.hasScale ? channel(ep.scaleOff, c) : 1.f;
     r.hasBias = ep.biasOff >= 0;
     r.bias = r.hasBias ? channel(ep.biasOff, c) : 0.f;
-    r.outScale = ep.outScale;
-    r.zp = ep.outZp;
-    r.qmin = ep.qmin;
-    r.qmax = ep.qmax;
+    // Before an add, the conv's own quantization.
+    r.outScale = add ? ep.midScale : ep.outScale;
+    r.zp = add ? ep.midZp : ep.outZp;
+    r.qmin = add ? ep.midQmin : ep.qmin;
+    r.qmax = add ? ep.midQmax : ep.qmax;
     r.hasAct = ep.hasAct;
     r.actLo = ep.actLo;
     r.actHi = ep.actHi;
@@ -420,6 +424,9 @@ void GraphLowering::foldRequantization(
     clamps.first |= need.first;
     clamps.second |= need.second;
   }
+  // Before an add the result stays in f32, where no pack saturates it.
+  if (add)
+    clamps = {true, true};
   std::vector<OneStepRequant> folds;
   for (int64_t c = 0; c < channels; ++c) {
     std::optional<OneStepRequant> f =
@@ -451,6 +458,34 @@ void GraphLowering::foldRequantization(
     ep.foldAccOff[e] = addArray(at);
     ep.foldDeltaOff[e] = addArray(delta);
   }
+}
+
+void GraphLowering::foldResidualAdd(Epilogue &ep) {
+  AddRequant r;
+  r.s1 = ep.midScale;
+  r.s2 = ep.resScale;
+  r.outScale = ep.outScale;
+  // Both operands are stored bytes (StoredQuant's domain).
+  r.uLo = ep.midQmin - ep.midZp;
+  r.uHi = ep.midQmax - ep.midZp;
+  r.rZp = ep.resZp;
+  r.zp = ep.outZp;
+  r.qmin = ep.qmin;
+  r.qmax = ep.qmax;
+  r.hasAct = ep.hasPost;
+  r.actLo = ep.postLo;
+  r.actHi = ep.postHi;
+  std::optional<OneStepAdd> f = OneStepAdd::find(r);
+  if (!f)
+    return;
+  ep.addFold = true;
+  ep.addA = f->a;
+  ep.addB = f->b;
+  ep.addC = f->c;
+  ep.addClampLo = f->clampLo;
+  ep.addClampHi = f->clampHi;
+  ep.addLo = f->lo;
+  ep.addHi = f->hi;
 }
 
 void GraphLowering::fillActivation(Epilogue &ep,

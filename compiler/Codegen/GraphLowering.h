@@ -509,10 +509,15 @@ private:
   /// The one-step requantization of `ep` (Epilogue::foldMulOff), where
   /// OneStepRequant proves it exact for every channel over the accumulators
   /// its weights allow (`accRange`: channel -> [min, max]); else `ep` keeps
-  /// the two-step form.
+  /// the two-step form. With a residual add (midQuant) the first step is
+  /// the conv's own quantization and the second the add's (foldResidualAdd),
+  /// each folded where it is proven.
   void foldRequantization(
       Epilogue &ep, int64_t channels,
       llvm::function_ref<std::pair<int64_t, int64_t>(int64_t)> accRange);
+  /// The one-step residual add of `ep` (Epilogue::addFold), where OneStepAdd
+  /// proves it exact over every pair of stored operands.
+  void foldResidualAdd(Epilogue &ep);
   void fillActivation(Epilogue &ep, std::optional<qat::ClampAttr> act,
                       bool post);
   /// The epilogue of a qat.conv / qat.matmul with input `x` and weights

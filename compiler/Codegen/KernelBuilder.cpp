@@ -554,6 +554,20 @@ void qatc::codegen::emitEpilogue(KB &k, const Epilogue &ep,
                          k.weightsAt(off, c0, 4)),
                   parts);
   };
+  auto noNaN = arith::FastMathFlagsAttr::get(
+      b.getContext(), arith::FastMathFlags::nnan | arith::FastMathFlags::nsz);
+  bool isSigned = ep.qmin < 0, offset128 = !isSigned && ep.outZp == 128;
+  // The zero point after the rounding (OneStepRequant.h says why); 128 on a
+  // u8 result by the store's sign flip. The packs saturate to the stored
+  // type.
+  auto storeOneStep = [&](Value qi) {
+    if (!offset128 && ep.outZp)
+      qi = b.create<arith::AddIOp>(k.loc, qi, k.splatI(ep.outZp, lanes, k.i32));
+    storePacked(k, qi, isSigned, outs, mask, /*clamped=*/false, offset128);
+  };
+  // Before a residual add: the conv's own quantized value minus its zero
+  // point, an integer in f32.
+  Value u;
   if (k.avx512 && intAcc && ep.foldMulOff >= 0) {
     // One FMA where the reference rounds twice (acc * s_x * s_w[c], then the
     // quotient by s_y), the same integers (OneStepRequant.h): four to eight
@@ -561,39 +575,36 @@ void qatc::codegen::emitEpilogue(KB &k, const Epilogue &ep,
     // or waits on a vdivps (avx512vnni).
     Value q = b.create<math::FmaOp>(k.loc, y, channelVec(ep.foldMulOff),
                                     channelVec(ep.foldAddOff));
-    auto finite = arith::FastMathFlagsAttr::get(
-        b.getContext(), arith::FastMathFlags::nnan | arith::FastMathFlags::nsz);
     if (ep.foldClampLo)
       q = b.create<arith::MaximumFOp>(k.loc, q, k.splatF(ep.foldLo, lanes),
-                                      finite);
+                                      noNaN);
     if (ep.foldClampHi)
       q = b.create<arith::MinimumFOp>(k.loc, q, k.splatF(ep.foldHi, lanes),
-                                      finite);
-    Value qi = k.roundToI32(q);
-    // The zero point after the rounding (OneStepRequant.h says why); 128 on
-    // a u8 result by the store's sign flip.
-    bool isSigned = ep.qmin < 0, offset128 = !isSigned && ep.outZp == 128;
-    if (!offset128 && ep.outZp)
-      qi = b.create<arith::AddIOp>(k.loc, qi, k.splatI(ep.outZp, lanes, k.i32));
-    for (int64_t e = 0; e < ep.foldExceptions; ++e) {
-      Value hit = b.create<arith::CmpIOp>(k.loc, arith::CmpIPredicate::eq, acc,
-                                          channelVec(ep.foldAccOff[e], k.i32));
-      qi = b.create<arith::SelectOp>(
-          k.loc, hit,
-          b.create<arith::AddIOp>(k.loc, qi,
-                                  channelVec(ep.foldDeltaOff[e], k.i32)),
-          qi);
+                                      noNaN);
+    auto hitAt = [&](int64_t e) {
+      return b.create<arith::CmpIOp>(k.loc, arith::CmpIPredicate::eq, acc,
+                                     channelVec(ep.foldAccOff[e], k.i32));
+    };
+    if (!ep.midQuant) {
+      Value qi = k.roundToI32(q);
+      for (int64_t e = 0; e < ep.foldExceptions; ++e)
+        qi = b.create<arith::SelectOp>(
+            k.loc, hitAt(e),
+            b.create<arith::AddIOp>(k.loc, qi,
+                                    channelVec(ep.foldDeltaOff[e], k.i32)),
+            qi);
+      return storeOneStep(qi);
     }
-    // The packs saturate to the stored type.
-    storePacked(k, qi, isSigned, outs, mask, /*clamped=*/false, offset128);
-    return;
+    // Both clamps are set before an add (nothing saturates an f32), so the
+    // exceptions, which land on the exact integer, need no clamp after.
+    u = b.create<math::RoundEvenOp>(k.loc, q);
+    for (int64_t e = 0; e < ep.foldExceptions; ++e) {
+      Value delta = b.create<arith::SIToFPOp>(
+          k.loc, vf, channelVec(ep.foldDeltaOff[e], k.i32));
+      u = b.create<arith::SelectOp>(
+          k.loc, hitAt(e), b.create<arith::AddFOp>(k.loc, u, delta), u);
+    }
   }
-  if (ep.multOff >= 0)
-    y = b.create<arith::MulFOp>(k.loc, y, channelVec(ep.multOff));
-  if (ep.scaleOff >= 0)
-    y = b.create<arith::MulFOp>(k.loc, y, channelVec(ep.scaleOff));
-  if (ep.biasOff >= 0)
-    y = b.create<arith::AddFOp>(k.loc, y, channelVec(ep.biasOff));
   auto clamp = [&](Value v, float lo, float hi) -> Value {
     v = b.create<arith::MaximumFOp>(k.loc, v, k.splatF(lo, lanes));
     return b.create<arith::MinimumFOp>(k.loc, v, k.splatF(hi, lanes));
@@ -605,23 +616,47 @@ void qatc::codegen::emitEpilogue(KB &k, const Epilogue &ep,
   bool actJoins = lastClampJoins && ep.hasAct && !ep.hasResidual &&
                   !ep.hasPost && ep.actLo <= ep.actHi;
   bool postJoins = lastClampJoins && ep.hasPost && ep.postLo <= ep.postHi;
-  if (ep.hasAct && !actJoins)
-    y = clamp(y, ep.actLo, ep.actHi);
-  if (ep.midQuant) {
+  if (!u) {
+    if (ep.multOff >= 0)
+      y = b.create<arith::MulFOp>(k.loc, y, channelVec(ep.multOff));
+    if (ep.scaleOff >= 0)
+      y = b.create<arith::MulFOp>(k.loc, y, channelVec(ep.scaleOff));
+    if (ep.biasOff >= 0)
+      y = b.create<arith::AddFOp>(k.loc, y, channelVec(ep.biasOff));
+    if (ep.hasAct && !actJoins)
+      y = clamp(y, ep.actLo, ep.actHi);
     // q - zp is a small integer, exact in f32: the round trip stays in f32.
-    Value q = k.roundedQuotient(
-        y, ep.midScale, static_cast<float>(ep.midQmin - ep.midZp),
-        static_cast<float>(ep.midQmax - ep.midZp), intAcc);
-    y = b.create<arith::MulFOp>(k.loc, q, k.splatF(ep.midScale, lanes));
+    if (ep.midQuant)
+      u = k.roundedQuotient(y, ep.midScale,
+                            static_cast<float>(ep.midQmin - ep.midZp),
+                            static_cast<float>(ep.midQmax - ep.midZp), intAcc);
   }
-  if (ep.hasResidual) {
-    SmallVector<Value> r;
-    for (Value p : res)
-      r.push_back(k.maskedLoad(VectorType::get({16}, k.i8), p, mask,
-                               k.splatI(0, 16, k.i8)));
+  SmallVector<Value> r;
+  for (Value p : res)
+    r.push_back(k.maskedLoad(VectorType::get({16}, k.i8), p, mask,
+                             k.splatI(0, 16, k.i8)));
+  if (ep.addFold && k.avx512) {
+    // The requantized add in one FMA, proven exact over every pair of
+    // operands (OneStepAdd): no dequantization, no quotient.
+    Value rf = b.create<arith::SIToFPOp>(
+        k.loc, vf,
+        b.create<arith::ExtUIOp>(k.loc, k.like(vf, k.i32), k.concat(r)));
+    Value v = b.create<math::FmaOp>(k.loc, rf, k.splatF(ep.addB, lanes),
+                                    k.splatF(ep.addC, lanes));
+    Value t = b.create<math::FmaOp>(k.loc, u, k.splatF(ep.addA, lanes), v);
+    if (ep.addClampLo)
+      t = b.create<arith::MaximumFOp>(k.loc, t, k.splatF(ep.addLo, lanes),
+                                      noNaN);
+    if (ep.addClampHi)
+      t = b.create<arith::MinimumFOp>(k.loc, t, k.splatF(ep.addHi, lanes),
+                                      noNaN);
+    return storeOneStep(k.roundToI32(t));
+  }
+  if (ep.midQuant)
+    y = b.create<arith::MulFOp>(k.loc, u, k.splatF(ep.midScale, lanes));
+  if (ep.hasResidual)
     y = b.create<arith::AddFOp>(
         k.loc, y, k.dequantize(k.concat(r), ep.resZp, ep.resScale));
-  }
   if (ep.hasPost && !postJoins)
     y = clamp(y, ep.postLo, ep.postHi);
   if (ep.chain)

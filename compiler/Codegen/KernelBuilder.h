@@ -182,6 +182,15 @@ struct Epilogue {
           foldDeltaOff[kMaxFoldExceptions] = {-1, -1};
   bool hasAct = false;
   float actLo = 0, actHi = 0;
+  /// The requantized residual add in one FMA (OneStepAdd in
+  /// OneStepRequant.h), where the lowering proved it exact over every pair
+  /// of operands: q = rne(clamp(fma(u, addA, fma(r, addB, addC)))) + outZp,
+  /// u the conv's own quantized result minus its zero point and r the
+  /// residual's stored byte (midQuant with a residual only).
+  bool addFold = false;
+  float addA = 1, addB = 1, addC = 0;
+  bool addClampLo = false, addClampHi = false;
+  float addLo = 0, addHi = 255;
   bool hasResidual = false;
   int64_t resOff = 0, resCS = 0; ///< arena offset / channel stride (u8)
   int64_t resZp = 0;             ///< stored domain

@@ -60,6 +60,15 @@ int64_t OneStepRequant::eval(int64_t acc) const {
 
 namespace {
 
+/// `v` moved `k` ulps up (k > 0) or down.
+float ulpsFrom(float v, int k) {
+  for (; k > 0; --k)
+    v = std::nextafter(v, INFINITY);
+  for (; k < 0; ++k)
+    v = std::nextafter(v, -INFINITY);
+  return v;
+}
+
 /// The smallest a in [lo, hi] with fn(a) >= v, or hi + 1; fn is
 /// non-decreasing. `guess` is where the step is expected: a gallop from it
 /// brackets the step, then a bisection finds it.
@@ -182,24 +191,107 @@ OneStepRequant::find(const Requant &r, int64_t accMin, int64_t accMax,
   // The constants rounded once, then a few ulps around them: where the
   // two-step rounding departs from the line, a neighbour may follow it.
   std::optional<OneStepRequant> best;
-  auto step = [](float v, int k) {
-    for (; k > 0; --k)
-      v = std::nextafter(v, INFINITY);
-    for (; k < 0; ++k)
-      v = std::nextafter(v, -INFINITY);
-    return v;
-  };
   for (int dm : {0, 1, -1, 2, -2})
     for (int db : {0, 1, -1, 2, -2, 3, -3}) {
       if (best && best->exceptions.empty())
         return best;
       OneStepRequant c = *base;
-      c.m = step(base->m, dm);
-      c.b = step(base->b, db);
+      c.m = ulpsFrom(base->m, dm);
+      c.b = ulpsFrom(base->b, db);
       size_t limit = best ? best->exceptions.size() - 1 : maxExceptions;
       if (!collectExceptions(r, c, accMin, accMax, limit))
         continue;
       best = c;
     }
   return best;
+}
+
+int64_t AddRequant::exact(int64_t u, int64_t r) const {
+  float y1 = static_cast<float>(u) * s1;
+  float y2 = static_cast<float>(r - rZp) * s2;
+  float y = y1 + y2;
+  if (hasAct)
+    y = std::min(std::max(y, actLo), actHi);
+  float lo = static_cast<float>(qmin - zp), hi = static_cast<float>(qmax - zp);
+  float q = std::min(std::max(y / outScale, lo), hi);
+  return zp + static_cast<int64_t>(std::nearbyint(q));
+}
+
+int64_t OneStepAdd::eval(int64_t u, int64_t r) const {
+  float t =
+      std::fma(static_cast<float>(u), a, std::fma(static_cast<float>(r), b, c));
+  if (clampLo)
+    t = std::max(t, lo);
+  if (clampHi)
+    t = std::min(t, hi);
+  return std::clamp(zp + static_cast<int64_t>(std::nearbyint(t)), typeLo,
+                    typeHi);
+}
+
+std::optional<OneStepAdd> OneStepAdd::find(const AddRequant &r) {
+  // A degenerate activation (min above max) is applied as it stands by the
+  // two-step form, not as `exact` models it.
+  if (!(r.s1 > 0) || !(r.s2 > 0) || !(r.outScale > 0) || !std::isfinite(r.s1) ||
+      !std::isfinite(r.s2) || !std::isfinite(r.outScale) || r.uLo > r.uHi ||
+      r.rLo > r.rHi || r.qmin > r.qmax || (r.hasAct && !(r.actLo <= r.actHi)))
+    return std::nullopt;
+  OneStepAdd base;
+  base.a = static_cast<float>(static_cast<double>(r.s1) / r.outScale);
+  base.b = static_cast<float>(static_cast<double>(r.s2) / r.outScale);
+  base.c = static_cast<float>(-static_cast<double>(r.rZp) * base.b);
+  if (!(base.a > 0) || !(base.b > 0) || !std::isfinite(base.a) ||
+      !std::isfinite(base.b) || !std::isfinite(base.c))
+    return std::nullopt;
+  base.zp = r.zp;
+  base.typeLo = r.qmin < 0 ? -128 : 0;
+  base.typeHi = r.qmin < 0 ? 127 : 255;
+  // The activation's bounds as quotients, rounded (the clamp is of the
+  // integer); the comparison below decides anyway.
+  double lo = static_cast<double>(r.qmin - r.zp),
+         hi = static_cast<double>(r.qmax - r.zp);
+  if (r.hasAct) {
+    lo = std::max(lo, std::nearbyint(static_cast<double>(
+                          static_cast<float>(r.actLo / r.outScale))));
+    hi = std::min(hi, std::nearbyint(static_cast<double>(
+                          static_cast<float>(r.actHi / r.outScale))));
+  }
+  if (lo > hi)
+    return std::nullopt;
+  base.lo = static_cast<float>(lo);
+  base.hi = static_cast<float>(hi);
+  // The packs saturate to the stored type; vcvtps2dq needs the i32 range.
+  double reach =
+      std::max(std::abs(r.uLo), std::abs(r.uHi)) * static_cast<double>(base.a) +
+      std::max(std::abs(r.rLo), std::abs(r.rHi)) * static_cast<double>(base.b) +
+      std::abs(static_cast<double>(base.c)) + 2;
+  bool wide = reach >= 0x1p30;
+  base.clampLo = wide || lo + r.zp > base.typeLo;
+  base.clampHi = wide || hi + r.zp < base.typeHi;
+  const int64_t nu = r.uHi - r.uLo + 1, nr = r.rHi - r.rLo + 1;
+  if (nu * nr > (1 << 20))
+    return std::nullopt;
+  std::vector<int16_t> want(nu * nr);
+  for (int64_t u = r.uLo; u <= r.uHi; ++u)
+    for (int64_t x = r.rLo; x <= r.rHi; ++x)
+      want[(u - r.uLo) * nr + (x - r.rLo)] =
+          static_cast<int16_t>(r.exact(u, x));
+  // Nearest first: 0, +1, -1, +2, -2 ulps of each constant.
+  const int order[] = {0, 1, -1, 2, -2};
+  for (int da : order)
+    for (int db : order)
+      for (int dc : order) {
+        OneStepAdd t = base;
+        t.a = ulpsFrom(base.a, da);
+        t.b = ulpsFrom(base.b, db);
+        if (base.c == 0 && dc)
+          continue; // a zero point of 0: no constant to move
+        t.c = ulpsFrom(base.c, dc);
+        bool same = true;
+        for (int64_t u = r.uLo; u <= r.uHi && same; ++u)
+          for (int64_t x = r.rLo; x <= r.rHi && same; ++x)
+            same = t.eval(u, x) == want[(u - r.uLo) * nr + (x - r.rLo)];
+        if (same)
+          return t;
+      }
+  return std::nullopt;
 }

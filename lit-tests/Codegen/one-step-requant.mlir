@@ -95,3 +95,52 @@ func.func @main(%x: tensor<1x64x6x6xf32>) -> tensor<1x48x6x6xf32> {
   %y = onnx.DequantizeLinear(%q2, %so, %zo) : (tensor<1x48x6x6xui8>, tensor<f32>, tensor<ui8>) -> tensor<1x48x6x6xf32>
   return %y : tensor<1x48x6x6xf32>
 }
+
+// -----
+
+// A residual add (ResNet's bottleneck end): the conv's own quantization
+// folds to an FMA, clamped and rounded in f32, and the add's requantization
+// to two FMAs over the residual's bytes (OneStepAdd), proven over every pair
+// of operands: no division, no dequantization.
+// CHECK-LABEL: func.func @qatc_layer_2({{.*}}+requantize+add"
+// CHECK-NOT: arith.divf
+// CHECK: %[[Y:.*]] = arith.sitofp %{{.*}} : vector<64xi32> to vector<64xf32>
+// CHECK: math.fma %[[Y]], %{{.*}}, %{{.*}} : vector<64xf32>
+// CHECK: %[[U:.*]] = math.roundeven %{{.*}} : vector<64xf32>
+// CHECK: %[[R:.*]] = arith.extui %{{.*}} : vector<64xi8> to vector<64xi32>
+// CHECK: %[[RF:.*]] = arith.sitofp %[[R]]
+// CHECK: %[[V:.*]] = math.fma %[[RF]], %{{.*}}, %{{.*}} : vector<64xf32>
+// CHECK: math.fma %[[U]], %{{.*}}, %[[V]] : vector<64xf32>
+// CHECK-NOT: arith.divf
+// CHECK: llvm.x86.avx512.mask.cvtps2dq.512
+// CHECK: llvm.x86.avx512.packuswb.512
+// CHECK: func.func @qatc_layer_3(
+// AVX2-LABEL: func.func @qatc_layer_2({{.*}}+requantize+add"
+// AVX2: arith.divf
+// AVX2: arith.divf
+// AVX2: func.func @qatc_layer_3(
+func.func @main(%x: tensor<1x64x6x6xf32>, %r: tensor<1x48x6x6xf32>) -> tensor<1x48x6x6xf32> {
+  %s = onnx.Constant dense<0.0473> : tensor<f32>
+  %z = onnx.Constant dense<0> : tensor<ui8>
+  %sr = onnx.Constant dense<0.0719> : tensor<f32>
+  %sc = onnx.Constant dense<0.0637> : tensor<f32>
+  %zc = onnx.Constant dense<128> : tensor<ui8>
+  %so = onnx.Constant dense<0.0891> : tensor<f32>
+  %ws = onnx.Constant dense<0.00731> : tensor<48xf32>
+  %wz = onnx.Constant dense<0> : tensor<48xi8>
+  %wq = onnx.Constant dense<3> : tensor<48x64x1x1xi8>
+  %b = onnx.Constant dense<0.37> : tensor<48xf32>
+  %rq = onnx.QuantizeLinear(%r, %sr, %z) : (tensor<1x48x6x6xf32>, tensor<f32>, tensor<ui8>) -> tensor<1x48x6x6xui8>
+  %rd = onnx.DequantizeLinear(%rq, %sr, %z) : (tensor<1x48x6x6xui8>, tensor<f32>, tensor<ui8>) -> tensor<1x48x6x6xf32>
+  %q = onnx.QuantizeLinear(%x, %s, %z) : (tensor<1x64x6x6xf32>, tensor<f32>, tensor<ui8>) -> tensor<1x64x6x6xui8>
+  %dq = onnx.DequantizeLinear(%q, %s, %z) : (tensor<1x64x6x6xui8>, tensor<f32>, tensor<ui8>) -> tensor<1x64x6x6xf32>
+  %w = onnx.DequantizeLinear(%wq, %ws, %wz) {axis = 0 : i64} : (tensor<48x64x1x1xi8>, tensor<48xf32>, tensor<48xi8>) -> tensor<48x64x1x1xf32>
+  %c = onnx.Conv(%dq, %w, %b) {kernel_shape = array<i64: 1, 1>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : (tensor<1x64x6x6xf32>, tensor<48x64x1x1xf32>, tensor<48xf32>) -> tensor<1x48x6x6xf32> loc("bottleneck")
+  %cq = onnx.QuantizeLinear(%c, %sc, %zc) : (tensor<1x48x6x6xf32>, tensor<f32>, tensor<ui8>) -> tensor<1x48x6x6xui8>
+  %cd = onnx.DequantizeLinear(%cq, %sc, %zc) : (tensor<1x48x6x6xui8>, tensor<f32>, tensor<ui8>) -> tensor<1x48x6x6xf32>
+  %sum = onnx.Add(%cd, %rd) : (tensor<1x48x6x6xf32>, tensor<1x48x6x6xf32>) -> tensor<1x48x6x6xf32>
+  %act = onnx.Relu(%sum) : (tensor<1x48x6x6xf32>) -> tensor<1x48x6x6xf32>
+  %q2 = onnx.QuantizeLinear(%act, %so, %z) : (tensor<1x48x6x6xf32>, tensor<f32>, tensor<ui8>) -> tensor<1x48x6x6xui8>
+  %y = onnx.DequantizeLinear(%q2, %so, %z) : (tensor<1x48x6x6xui8>, tensor<f32>, tensor<ui8>) -> tensor<1x48x6x6xf32>
+  return %y : tensor<1x48x6x6xf32>
+}

@@ -96,6 +96,41 @@ struct OneStepRequant {
                                             std::pair<bool, bool> given);
 };
 
+/// A residual add of two stored int8 values as the two-step epilogue (and
+/// the reference) computes it: y = RN(RN(u * s1) + RN((r - rZp) * s2)), u the
+/// conv's quantized result minus its zero point and r the residual's stored
+/// byte, an optional clamp of y (the add's activation), then q =
+/// rne(clamp(RN(y / s), qmin - zp, qmax - zp)) + zp.
+struct AddRequant {
+  float s1 = 1, s2 = 1, outScale = 1;
+  int64_t uLo = -128, uHi = 127, rLo = 0, rHi = 255, rZp = 0;
+  int64_t zp = 0, qmin = 0, qmax = 255; ///< stored domain
+  bool hasAct = false;
+  float actLo = 0, actHi = 0;
+
+  /// The stored integer of operands u and r.
+  int64_t exact(int64_t u, int64_t r) const;
+};
+
+/// q = sat(rne(clamp(fma(u, a, fma(r, b, c)), lo, hi)) + zp): two FMAs where
+/// the two-step form takes about ten instructions, or two divisions. It
+/// rounds differently from the reference, so it is used only where `find`
+/// has compared it with `AddRequant::exact` on every pair of operands (65536
+/// of them for two int8 tensors) and found no difference.
+struct OneStepAdd {
+  float a = 1, b = 1, c = 0;
+  int64_t zp = 0;
+  bool clampLo = false, clampHi = false;
+  float lo = 0, hi = 0; ///< bounds of the quotient (minus the zero point)
+  int64_t typeLo = 0, typeHi = 255;
+
+  /// The stored integer the kernel computes.
+  int64_t eval(int64_t u, int64_t r) const;
+  /// The exact one-step form of `r`: the constants rounded once, or a few
+  /// ulps around them; nullopt when none matches every pair.
+  static std::optional<OneStepAdd> find(const AddRequant &r);
+};
+
 } // namespace qatc::codegen
 
 #endif // QATC_CODEGEN_ONESTEPREQUANT_H
