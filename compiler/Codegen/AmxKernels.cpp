@@ -167,7 +167,7 @@ void qatc::codegen::emitAmxConv(KB &k, const AmxSpec &s) {
   auto epilogue = [&](Value v0, Value n0) {
     for (int64_t j = 0; j < NT; ++j) {
       Value c = k.add(n0, k.c(16 * j));
-      Value mask = k.prefixMask(16, k.sub(k.c(s.OC), c));
+      Value mask = k.channelMask(c, s.OC, 16 * NT);
       for (int64_t i = 0; i < MT; ++i)
         for (int64_t r0 = 0; r0 < 16; r0 += 4) {
           SmallVector<Value> accs, outs, res;

@@ -78,6 +78,14 @@ Value KB::prefixMask(int64_t lanes, Value n) {
   return b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::slt, steps,
                                  splat(n32, lanes));
 }
+Value KB::channelMask(Value c, int64_t count, int64_t step) {
+  if (count % step == 0) {
+    auto vt = VectorType::get({16}, b.getI1Type());
+    return b.create<arith::ConstantOp>(loc, vt,
+                                       DenseElementsAttr::get(vt, true));
+  }
+  return prefixMask(16, sub(this->c(count), c));
+}
 Value KB::splat(Value scalar, int64_t lanes) {
   return b.create<vector::SplatOp>(
       loc, VectorType::get({lanes}, scalar.getType()), scalar);
@@ -852,7 +860,7 @@ void qatc::codegen::emitDenseConv(KB &k, Isa isa, const DenseConvSpec &s) {
           });
       for (int64_t v = 0; v < s.NV; ++v) {
         Value c = k.add(c0, k.c(v * 16));
-        Value mask = k.prefixMask(16, k.sub(k.c(s.OC), c));
+        Value mask = k.channelMask(c, s.OC, NB);
         SmallVector<Value> vs, pix;
         for (int64_t m = 0; m < mr; ++m) {
           vs.push_back(accs[m * s.NV + v]);

@@ -67,6 +67,11 @@ public:
   void maskedStore(mlir::Value v, mlir::Value p, mlir::Value mask);
   /// A vector<lanes x i1> with the first `n` (dynamic) lanes set.
   mlir::Value prefixMask(int64_t lanes, mlir::Value n);
+  /// The 16 lanes of channels [c, c + 16) below `count`, where c steps by
+  /// multiples of `step`: all set, a constant, when `step` divides `count`
+  /// (the masked loads and stores then fold to plain ones), else
+  /// prefixMask.
+  mlir::Value channelMask(mlir::Value c, int64_t count, int64_t step);
   mlir::Value splat(mlir::Value scalar, int64_t lanes);
   mlir::Value splatF(float v, int64_t lanes);
   mlir::Value splatI(int64_t v, int64_t lanes, mlir::Type elem);
