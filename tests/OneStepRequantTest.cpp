@@ -52,9 +52,9 @@ Requant randomChannel(std::mt19937 &rng, int i) {
 /// Every accumulator of [lo, hi] gives the two-step result; true when the
 /// fold was found.
 bool foldsExactly(const Requant &r, int64_t lo, int64_t hi,
-                  size_t *exceptions = nullptr) {
-  auto f =
-      OneStepRequant::find(r, lo, hi, 2, OneStepRequant::clamps(r, lo, hi));
+                  size_t *exceptions = nullptr, size_t maxExceptions = 2) {
+  auto f = OneStepRequant::find(r, lo, hi, maxExceptions,
+                                OneStepRequant::clamps(r, lo, hi));
   if (!f)
     return false;
   int64_t bad = 0;
@@ -115,6 +115,34 @@ TEST(OneStepRequant, ExceptionsFollowTheTwoStepRounding) {
     ++checked;
   }
   EXPECT_EQ(checked, 8);
+}
+
+TEST(OneStepRequant, MoreExceptionsWhereTheTargetDivides) {
+  // Targets whose two-step form divides allow four exceptions: channels
+  // that two cannot match, checked over their whole range with four.
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(0, 1);
+  int checked = 0;
+  for (int i = 0; i < 20000 && checked < 4; ++i) {
+    Requant r;
+    r.mult = (0.01f + 0.09f * u(rng)) * (0.0005f + 0.02f * u(rng));
+    r.outScale = 0.01f + 0.2f * u(rng);
+    r.hasBias = true;
+    r.bias = (u(rng) - 0.5f) * 2;
+    r.zp = i % 2 ? 128 : 0;
+    r.qmin = i % 2 ? 0 : -128;
+    r.qmax = i % 2 ? 255 : 127;
+    const int64_t lo = -150000, hi = 150000;
+    if (OneStepRequant::find(r, lo, hi, 2, OneStepRequant::clamps(r, lo, hi)))
+      continue;
+    size_t e = 0;
+    if (!foldsExactly(r, lo, hi, &e, 4))
+      continue;
+    EXPECT_GT(e, 2u);
+    EXPECT_LE(e, 4u);
+    ++checked;
+  }
+  EXPECT_EQ(checked, 4);
 }
 
 TEST(OneStepRequant, ClampsWhereTheRangeIsWide) {

@@ -427,11 +427,15 @@ void GraphLowering::foldRequantization(
   // Before an add the result stays in f32, where no pack saturates it.
   if (add)
     clamps = {true, true};
+  // Each exception costs a compare and a masked add per 16 outputs. Where
+  // the two-step form divides (vdivps), four still cost less; against the
+  // multiplication and two FMAs of the reciprocal form, two.
+  const size_t maxExceptions =
+      target.reciprocalDivision ? 2 : Epilogue::kMaxFoldExceptions;
   std::vector<OneStepRequant> folds;
   for (int64_t c = 0; c < channels; ++c) {
-    std::optional<OneStepRequant> f =
-        OneStepRequant::find(rs[c], ranges[c].first, ranges[c].second,
-                             Epilogue::kMaxFoldExceptions, clamps);
+    std::optional<OneStepRequant> f = OneStepRequant::find(
+        rs[c], ranges[c].first, ranges[c].second, maxExceptions, clamps);
     if (!f)
       return;
     folds.push_back(std::move(*f));

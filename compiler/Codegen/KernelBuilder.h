@@ -176,15 +176,16 @@ struct Epilogue {
   int64_t biasOff = -1;  ///< f32[c] bias
   /// The one-step requantization (OneStepRequant.h), where the lowering
   /// proved it exact: f32[c] m and b of q = rne(fma(acc, m, b)), the clamps
-  /// the layer needs, and up to two exceptions per channel, i32[c]
-  /// accumulators and the deltas added there (0 where a channel has fewer).
+  /// the layer needs, and up to kMaxFoldExceptions exceptions per channel,
+  /// i32[c] accumulators and the deltas added there (0 where a channel has
+  /// fewer).
   int64_t foldMulOff = -1, foldAddOff = -1;
   bool foldClampLo = false, foldClampHi = false;
   float foldLo = 0, foldHi = 255;
-  static constexpr int64_t kMaxFoldExceptions = 2;
+  static constexpr int64_t kMaxFoldExceptions = 4;
   int64_t foldExceptions = 0;
-  int64_t foldAccOff[kMaxFoldExceptions] = {-1, -1},
-          foldDeltaOff[kMaxFoldExceptions] = {-1, -1};
+  int64_t foldAccOff[kMaxFoldExceptions] = {-1, -1, -1, -1},
+          foldDeltaOff[kMaxFoldExceptions] = {-1, -1, -1, -1};
   bool hasAct = false;
   float actLo = 0, actHi = 0;
   /// The requantized residual add in one FMA (OneStepAdd in

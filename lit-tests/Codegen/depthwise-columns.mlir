@@ -19,14 +19,14 @@
 // CHECK-COUNT-4: llvm.load %[[PAD]] {{.*}} -> vector<16xi8>
 // CHECK: scf.for {{.*}} -> (vector<16xi32>, vector<16xi32>)
 // CHECK: scf.if {{.*}} -> (vector<16xi32>, vector<16xi32>) {
-// CHECK-NOT: arith.select
+// CHECK-NOT: arith.select {{.*}} : !llvm.ptr
 // CHECK-COUNT-4: llvm.load %{{.*}} -> vector<16xi8>
-// CHECK-NOT: arith.select
+// CHECK-NOT: arith.select {{.*}} : !llvm.ptr
 // CHECK: } else {
 // CHECK-COUNT-4: arith.select %{{.*}}, %{{.*}}, %[[PAD]] : !llvm.ptr
 // The tail (pixels 8 and 9) reads column 10, the padding: no select.
 // CHECK: scf.if %{{.*}} {
-// CHECK-NOT: arith.select
+// CHECK-NOT: arith.select {{.*}} : !llvm.ptr
 // CHECK-COUNT-4: llvm.load %[[PAD]] {{.*}} -> vector<16xi8>
 // CHECK: func.func @qatc_layer_2(
 func.func @main(%x: tensor<1x32x12x10xf32>) -> tensor<1x32x12x10xf32> {
