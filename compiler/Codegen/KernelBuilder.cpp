@@ -643,8 +643,8 @@ void qatc::codegen::emitEpilogue(KB &k, const Epilogue &ep,
   for (Value p : res)
     r.push_back(k.maskedLoad(VectorType::get({16}, k.i8), p, mask,
                              k.splatI(0, 16, k.i8)));
-  if (ep.addFold && k.avx512) {
-    // The requantized add in one FMA, proven exact over every pair of
+  if (ep.addFold && k.avx512 && u) {
+    // The requantized add in two FMAs, proven exact over every pair of
     // operands (OneStepAdd): no dequantization, no quotient.
     Value rf = b.create<arith::SIToFPOp>(
         k.loc, vf,

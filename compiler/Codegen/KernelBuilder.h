@@ -188,7 +188,7 @@ struct Epilogue {
           foldDeltaOff[kMaxFoldExceptions] = {-1, -1, -1, -1};
   bool hasAct = false;
   float actLo = 0, actHi = 0;
-  /// The requantized residual add in one FMA (OneStepAdd in
+  /// The requantized residual add in two FMAs (OneStepAdd in
   /// OneStepRequant.h), where the lowering proved it exact over every pair
   /// of operands: q = rne(clamp(fma(u, addA, fma(r, addB, addC)))) + outZp,
   /// u the conv's own quantized result minus its zero point and r the
