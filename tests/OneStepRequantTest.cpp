@@ -49,6 +49,22 @@ Requant randomChannel(std::mt19937 &rng, int i) {
   return r;
 }
 
+/// A channel from narrow scale ranges (many output levels over an
+/// accumulator range), where the two roundings depart from the line now and
+/// then; u8 with zero point 128 on odd `i`, s8 on even.
+Requant narrowChannel(std::mt19937 &rng, int i) {
+  std::uniform_real_distribution<float> u(0, 1);
+  Requant r;
+  r.mult = (0.01f + 0.09f * u(rng)) * (0.0005f + 0.02f * u(rng));
+  r.outScale = 0.01f + 0.2f * u(rng);
+  r.hasBias = true;
+  r.bias = (u(rng) - 0.5f) * 2;
+  r.zp = i % 2 ? 128 : 0;
+  r.qmin = i % 2 ? 0 : -128;
+  r.qmax = i % 2 ? 255 : 127;
+  return r;
+}
+
 /// Every accumulator of [lo, hi] gives the two-step result; true when the
 /// fold was found.
 bool foldsExactly(const Requant &r, int64_t lo, int64_t hi,
@@ -86,17 +102,9 @@ TEST(OneStepRequant, ExceptionsFollowTheTwoStepRounding) {
   // difference at that accumulator: channels that need it, found among
   // narrow scale ranges (many levels per range), checked over the range.
   std::mt19937 rng(11);
-  std::uniform_real_distribution<float> u(0, 1);
   int checked = 0;
   for (int i = 0; i < 4000 && checked < 8; ++i) {
-    Requant r;
-    r.mult = (0.01f + 0.09f * u(rng)) * (0.0005f + 0.02f * u(rng));
-    r.outScale = 0.01f + 0.2f * u(rng);
-    r.hasBias = true;
-    r.bias = (u(rng) - 0.5f) * 2;
-    r.zp = i % 2 ? 128 : 0;
-    r.qmin = i % 2 ? 0 : -128;
-    r.qmax = i % 2 ? 255 : 127;
+    Requant r = narrowChannel(rng, i);
     const int64_t lo = -150000, hi = 150000;
     auto f =
         OneStepRequant::find(r, lo, hi, 2, OneStepRequant::clamps(r, lo, hi));
@@ -121,17 +129,9 @@ TEST(OneStepRequant, MoreExceptionsWhereTheTargetDivides) {
   // Targets whose two-step form divides allow four exceptions: channels
   // that two cannot match, checked over their whole range with four.
   std::mt19937 rng(5);
-  std::uniform_real_distribution<float> u(0, 1);
   int checked = 0;
   for (int i = 0; i < 20000 && checked < 4; ++i) {
-    Requant r;
-    r.mult = (0.01f + 0.09f * u(rng)) * (0.0005f + 0.02f * u(rng));
-    r.outScale = 0.01f + 0.2f * u(rng);
-    r.hasBias = true;
-    r.bias = (u(rng) - 0.5f) * 2;
-    r.zp = i % 2 ? 128 : 0;
-    r.qmin = i % 2 ? 0 : -128;
-    r.qmax = i % 2 ? 255 : 127;
+    Requant r = narrowChannel(rng, i);
     const int64_t lo = -150000, hi = 150000;
     if (OneStepRequant::find(r, lo, hi, 2, OneStepRequant::clamps(r, lo, hi)))
       continue;

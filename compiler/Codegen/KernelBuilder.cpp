@@ -562,8 +562,17 @@ void qatc::codegen::emitEpilogue(KB &k, const Epilogue &ep,
                          k.weightsAt(off, c0, 4)),
                   parts);
   };
+  // The one-step forms' clamps of a finite quotient (plain vmaxps /
+  // vminps), each where its form needs it.
   auto noNaN = arith::FastMathFlagsAttr::get(
       b.getContext(), arith::FastMathFlags::nnan | arith::FastMathFlags::nsz);
+  auto clampIf = [&](Value v, bool lo, float loV, bool hi, float hiV) {
+    if (lo)
+      v = b.create<arith::MaximumFOp>(k.loc, v, k.splatF(loV, lanes), noNaN);
+    if (hi)
+      v = b.create<arith::MinimumFOp>(k.loc, v, k.splatF(hiV, lanes), noNaN);
+    return v;
+  };
   bool isSigned = ep.qmin < 0, offset128 = !isSigned && ep.outZp == 128;
   // The zero point after the rounding (OneStepRequant.h says why); 128 on a
   // u8 result by the store's sign flip. The packs saturate to the stored
@@ -583,12 +592,7 @@ void qatc::codegen::emitEpilogue(KB &k, const Epilogue &ep,
     // or waits on a vdivps (avx512vnni).
     Value q = b.create<math::FmaOp>(k.loc, y, channelVec(ep.foldMulOff),
                                     channelVec(ep.foldAddOff));
-    if (ep.foldClampLo)
-      q = b.create<arith::MaximumFOp>(k.loc, q, k.splatF(ep.foldLo, lanes),
-                                      noNaN);
-    if (ep.foldClampHi)
-      q = b.create<arith::MinimumFOp>(k.loc, q, k.splatF(ep.foldHi, lanes),
-                                      noNaN);
+    q = clampIf(q, ep.foldClampLo, ep.foldLo, ep.foldClampHi, ep.foldHi);
     auto hitAt = [&](int64_t e) {
       return b.create<arith::CmpIOp>(k.loc, arith::CmpIPredicate::eq, acc,
                                      channelVec(ep.foldAccOff[e], k.i32));
@@ -652,12 +656,7 @@ void qatc::codegen::emitEpilogue(KB &k, const Epilogue &ep,
     Value v = b.create<math::FmaOp>(k.loc, rf, k.splatF(ep.addB, lanes),
                                     k.splatF(ep.addC, lanes));
     Value t = b.create<math::FmaOp>(k.loc, u, k.splatF(ep.addA, lanes), v);
-    if (ep.addClampLo)
-      t = b.create<arith::MaximumFOp>(k.loc, t, k.splatF(ep.addLo, lanes),
-                                      noNaN);
-    if (ep.addClampHi)
-      t = b.create<arith::MinimumFOp>(k.loc, t, k.splatF(ep.addHi, lanes),
-                                      noNaN);
+    t = clampIf(t, ep.addClampLo, ep.addLo, ep.addClampHi, ep.addHi);
     return storeOneStep(k.roundToI32(t));
   }
   if (ep.midQuant)
