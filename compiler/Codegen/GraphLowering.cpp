@@ -460,7 +460,11 @@ void GraphLowering::foldRequantization(
       if (e < folds[c].exceptions.size())
         std::tie(at[c], delta[c]) = folds[c].exceptions[e];
     ep.foldAccOff[e] = addArray(at);
-    ep.foldDeltaOff[e] = addArray(delta);
+    // Before an add the delta is added in f32: stored as f32, it needs no
+    // conversion per epilogue.
+    ep.foldDeltaOff[e] =
+        add ? addArray(std::vector<float>(delta.begin(), delta.end()))
+            : addArray(delta);
   }
 }
 

@@ -610,12 +610,10 @@ void qatc::codegen::emitEpilogue(KB &k, const Epilogue &ep,
     // Both clamps are set before an add (nothing saturates an f32), so the
     // exceptions, which land on the exact integer, need no clamp after.
     u = b.create<math::RoundEvenOp>(k.loc, q);
-    for (int64_t e = 0; e < ep.foldExceptions; ++e) {
-      Value delta = b.create<arith::SIToFPOp>(
-          k.loc, vf, channelVec(ep.foldDeltaOff[e], k.i32));
+    for (int64_t e = 0; e < ep.foldExceptions; ++e)
       u = b.create<arith::SelectOp>(
-          k.loc, hitAt(e), b.create<arith::AddFOp>(k.loc, u, delta), u);
-    }
+          k.loc, hitAt(e),
+          b.create<arith::AddFOp>(k.loc, u, channelVec(ep.foldDeltaOff[e])), u);
   }
   auto clamp = [&](Value v, float lo, float hi) -> Value {
     v = b.create<arith::MaximumFOp>(k.loc, v, k.splatF(lo, lanes));

@@ -178,7 +178,7 @@ struct Epilogue {
   /// proved it exact: f32[c] m and b of q = rne(fma(acc, m, b)), the clamps
   /// the layer needs, and up to kMaxFoldExceptions exceptions per channel,
   /// i32[c] accumulators and the deltas added there (0 where a channel has
-  /// fewer).
+  /// fewer; f32 before a residual add, where the result stays in f32).
   int64_t foldMulOff = -1, foldAddOff = -1;
   bool foldClampLo = false, foldClampHi = false;
   float foldLo = 0, foldHi = 255;
