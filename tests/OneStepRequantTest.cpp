@@ -125,6 +125,49 @@ TEST(OneStepRequant, ExceptionsFollowTheTwoStepRounding) {
   EXPECT_EQ(checked, 8);
 }
 
+TEST(OneStepRequant, ClampsOnTheBytesWhereThatIsExact) {
+  // The clamps moved after the exceptions and the packs (one byte max / min
+  // per 64 outputs): wherever clampsOnBytes allows it, every accumulator of
+  // the range still gives the two-step result. Channels with a Relu or
+  // Relu6 (clamped) and narrow ones with exceptions.
+  std::mt19937 rng(13);
+  int clamped = 0, onBytes = 0, withExceptions = 0;
+  for (int i = 0; i < 600; ++i) {
+    Requant r = i % 2 ? randomChannel(rng, i) : narrowChannel(rng, i);
+    if (i % 4 == 0) {
+      r.hasAct = true;
+      r.actLo = 0;
+      r.actHi = i % 8 == 0 ? 6.f : INFINITY;
+    }
+    const int64_t lo = -60000, hi = 60000 + i;
+    auto f =
+        OneStepRequant::find(r, lo, hi, 2, OneStepRequant::clamps(r, lo, hi));
+    if (!f || !(f->clampLo || f->clampHi))
+      continue;
+    ++clamped;
+    if (!f->clampsOnBytes(lo, hi))
+      continue;
+    ++onBytes;
+    withExceptions += !f->exceptions.empty();
+    int64_t bad = 0;
+    for (int64_t a = lo; a <= hi; ++a)
+      bad += f->evalOnBytes(a) != r.exact(a);
+    EXPECT_EQ(bad, 0) << "channel " << i;
+  }
+  EXPECT_GE(clamped, 100);
+  EXPECT_GE(onBytes, clamped * 9 / 10);
+  EXPECT_GT(withExceptions, 0);
+  // An FMA that could leave the i32 range keeps its clamps on the floats.
+  Requant r = randomChannel(rng, 1);
+  r.mult = 1.5f;
+  r.outScale = 1;
+  auto f =
+      OneStepRequant::find(r, -800000000, 800000000, 2,
+                           OneStepRequant::clamps(r, -800000000, 800000000));
+  ASSERT_TRUE(f);
+  EXPECT_FALSE(f->clampsOnBytes(-800000000, 800000000));
+}
+
 TEST(OneStepRequant, MoreExceptionsWhereTheTargetDivides) {
   // Targets whose two-step form divides allow four exceptions: channels
   // that two cannot match, checked over their whole range with four.

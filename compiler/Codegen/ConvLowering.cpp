@@ -373,6 +373,19 @@ LogicalResult GraphLowering::lowerConv(Operation *op, bool int8, int in, int o,
   s.columns = int8 && s.DH == 1 && s.DW == 1;
   if (s.columns)
     s.chooseRows();
+  // Whole blocks of 64 channels in interleave64's order, where the epilogue
+  // stores quantized pixels whole (no residual).
+  if (s.columns && hasAvx512(target.isa) && ep.quantOut && !ep.hasResidual &&
+      residual < 0) {
+    s.wideBlocks = IC / 64;
+    interleaveChannels(s.ep, IC, 64 * s.wideBlocks);
+    if (s.corrOff >= 0)
+      s.corrOff = interleavedCopy(s.corrOff, IC, 64 * s.wideBlocks);
+  }
+  // Where channel c's weights stand.
+  auto slot = [&](int64_t c) {
+    return c < 64 * s.wideBlocks ? interleave64Index(c) : c;
+  };
   // The column kernel's rows outside the image point at a whole row of the
   // zero point (its padding plane), the others' taps at one pixel of it.
   s.padRowOff = padRow(int8, x.zp, s.columns ? s.W * s.inCS + C16 : C16);
@@ -390,7 +403,8 @@ LogicalResult GraphLowering::lowerConv(Operation *op, bool int8, int in, int o,
         for (int64_t r = 0; r < s.rows; ++r) {
           // Output row r of the band reads band row r * SH + kh.
           int64_t row = r * s.SH + kh;
-          packed8[(((kw * s.rows + r) * rowGroups + row / 4) * C16 + c) * 4 +
+          packed8[(((kw * s.rows + r) * rowGroups + row / 4) * C16 + slot(c)) *
+                      4 +
                   row % 4] = static_cast<int8_t>(w);
         }
       else
@@ -408,9 +422,10 @@ LogicalResult GraphLowering::lowerConv(Operation *op, bool int8, int in, int o,
                           : isa == Isa::AVXVNNI ? "avxvnni-depthwise "
                                                 : "int8-depthwise ")
                        : "fp32-depthwise ") +
-      (!s.columns    ? "1x16"
-       : s.rows == 2 ? "2x4x16"
-                     : "4x16") +
+      (!s.columns     ? "1x16"
+       : s.wideBlocks ? (s.rows == 2 ? "2x2x64" : "2x64")
+       : s.rows == 2  ? "2x4x16"
+                      : "4x16") +
       s.ep.chainName;
   addLayer(op, kernel, int8 ? "int8" : "fp32", macs > 50000, macs, ins, {o},
            [=](KB &k) {

@@ -151,6 +151,32 @@ int64_t GraphLowering::addZeroPointTerms(
   return addArray(corr);
 }
 
+int64_t GraphLowering::interleavedCopy(int64_t off, int64_t channels,
+                                       int64_t count) {
+  std::vector<uint32_t> v(roundUp(channels, 64) + 64, 0);
+  for (int64_t c = 0; c < channels; ++c)
+    std::memcpy(&v[c < count ? interleave64Index(c) : c],
+                out.weights.data() + off + 4 * c, 4);
+  return addArray(v);
+}
+
+void GraphLowering::interleaveChannels(Epilogue &ep, int64_t channels,
+                                       int64_t count) {
+  auto copy = [&](int64_t &off) {
+    if (off >= 0)
+      off = interleavedCopy(off, channels, count);
+  };
+  copy(ep.multOff);
+  copy(ep.scaleOff);
+  copy(ep.biasOff);
+  copy(ep.foldMulOff);
+  copy(ep.foldAddOff);
+  for (int64_t e = 0; e < ep.foldExceptions; ++e) {
+    copy(ep.foldAccOff[e]);
+    copy(ep.foldDeltaOff[e]);
+  }
+}
+
 int64_t GraphLowering::padRow(bool int8, int64_t value, int64_t count) {
   count = roundUp(count, 64) + 64;
   if (int8)
@@ -442,11 +468,14 @@ void GraphLowering::foldRequantization(
   }
   std::vector<float> m(channels), b(channels);
   size_t exceptions = 0;
+  bool onBytes = !add;
   for (int64_t c = 0; c < channels; ++c) {
     m[c] = folds[c].m;
     b[c] = folds[c].b;
     exceptions = std::max(exceptions, folds[c].exceptions.size());
+    onBytes &= folds[c].clampsOnBytes(ranges[c].first, ranges[c].second);
   }
+  ep.foldClampBytes = onBytes;
   ep.foldMulOff = addChannels(m, channels);
   ep.foldAddOff = addChannels(b, channels);
   std::tie(ep.foldClampLo, ep.foldClampHi) = clamps;

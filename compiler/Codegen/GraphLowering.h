@@ -467,6 +467,12 @@ private:
   template <typename T> int64_t addArray(const std::vector<T> &v) {
     return addWeights(v.data(), v.size() * sizeof(T));
   }
+  /// A copy of the per-channel array of 4-byte elements at weights offset
+  /// `off` (`channels` of them) with its first `count` channels in
+  /// interleave64Index's order.
+  int64_t interleavedCopy(int64_t off, int64_t channels, int64_t count);
+  /// `ep` reading interleavedCopy's of its per-channel arrays.
+  void interleaveChannels(Epilogue &ep, int64_t channels, int64_t count);
   /// A per-channel f32 array padded for 16-lane loads past the last channel.
   int64_t addChannels(std::vector<float> v, int64_t channels) {
     v.resize(roundUp(channels, 64) + 64, 0.f);

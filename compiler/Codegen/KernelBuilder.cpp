@@ -500,9 +500,18 @@ Value qatc::codegen::emitDot4(KB &k, Isa isa, Value acc, Value a, Value w) {
 /// already, so a lone part may be truncated instead. `offset128`: `qi` is
 /// the stored u8 value minus 128, packed as signed bytes and moved up by
 /// flipping their top bits (a vpxord per four parts, not a vpaddd per part).
+///
+/// `interleaved64`: each four parts are one pixel's 64 channels in
+/// interleave64's order, which the in-lane packs undo: their 64 bytes go to
+/// that pixel's one pointer in `outs`, with no vpermd.
+///
+/// `byteLo` / `byteHi`: bounds of the stored value applied to the packed
+/// bytes (a vpmaxub / vpminub, or signed, per 64), where set.
 static void storePacked(KB &k, Value qi, bool isSigned, ArrayRef<Value> outs,
-                        Value mask, bool clamped = true,
-                        bool offset128 = false) {
+                        Value mask, bool clamped = true, bool offset128 = false,
+                        bool interleaved64 = false,
+                        std::optional<int64_t> byteLo = std::nullopt,
+                        std::optional<int64_t> byteHi = std::nullopt) {
   OpBuilder &b = k.b;
   auto v16i32 = VectorType::get({16}, k.i32);
   auto v32i16 = VectorType::get({32}, b.getI16Type());
@@ -513,7 +522,7 @@ static void storePacked(KB &k, Value qi, bool isSigned, ArrayRef<Value> outs,
   for (int64_t p = 0; p < 4; ++p)
     for (int64_t j = 0; j < 4; ++j)
       order.push_back(4 * j + p);
-  const int64_t parts = outs.size();
+  const int64_t parts = cast<VectorType>(qi.getType()).getNumElements() / 16;
   for (int64_t first = 0; first < parts; first += 4) {
     int64_t n = std::min<int64_t>(4, parts - first);
     if (n == 1 && clamped && !offset128) {
@@ -537,6 +546,20 @@ static void storePacked(KB &k, Value qi, bool isSigned, ArrayRef<Value> outs,
                        v64i8, lo, hi);
     if (offset128)
       bytes = b.create<arith::XOrIOp>(k.loc, bytes, k.splatI(-128, 64, k.i8));
+    if (byteLo) {
+      Value lo = k.splatI(*byteLo, 64, k.i8);
+      bytes = isSigned ? b.create<arith::MaxSIOp>(k.loc, bytes, lo).getResult()
+                       : b.create<arith::MaxUIOp>(k.loc, bytes, lo).getResult();
+    }
+    if (byteHi) {
+      Value hi = k.splatI(*byteHi, 64, k.i8);
+      bytes = isSigned ? b.create<arith::MinSIOp>(k.loc, bytes, hi).getResult()
+                       : b.create<arith::MinUIOp>(k.loc, bytes, hi).getResult();
+    }
+    if (interleaved64) {
+      k.store(bytes, outs[first / 4]);
+      continue;
+    }
     Value dw = b.create<vector::BitCastOp>(k.loc, v16i32, bytes);
     dw = b.create<vector::ShuffleOp>(k.loc, dw, dw, order);
     bytes = b.create<vector::BitCastOp>(k.loc, v64i8, dw);
@@ -547,20 +570,42 @@ static void storePacked(KB &k, Value qi, bool isSigned, ArrayRef<Value> outs,
 
 void qatc::codegen::emitEpilogue(KB &k, const Epilogue &ep,
                                  ArrayRef<Value> accs, Value c0, Value mask,
-                                 ArrayRef<Value> outs, ArrayRef<Value> res) {
+                                 ArrayRef<Value> outs, ArrayRef<Value> res,
+                                 bool interleaved64) {
   OpBuilder &b = k.b;
   const int64_t parts = accs.size(), lanes = 16 * parts;
+  assert((!interleaved64 ||
+          (parts % 4 == 0 && res.empty() && ep.quantOut && k.avx512)) &&
+         "an interleaved epilogue stores whole pixels of quantized channels");
   auto vf = VectorType::get({lanes}, k.f32);
   Value acc = k.concat(accs);
   bool intAcc =
       !isa<FloatType>(cast<VectorType>(acc.getType()).getElementType());
   Value y = intAcc ? b.create<arith::SIToFPOp>(k.loc, vf, acc) : acc;
-  // Per-channel constants (f32, or i32 `elem`) for the 16 channels from c0,
-  // repeated for each part.
+  // Per-channel constants (f32, or i32 `elem`) of a pixel's channels from
+  // `first` in the parts' order, repeated for each pixel. `natural`: stored
+  // in channel order where the parts are interleaved (a fused chain's own
+  // constants), so reordered here.
+  auto channelVecAt = [&](int64_t off, Value first, Type elem, bool natural) {
+    auto vt = VectorType::get({16}, elem ? elem : k.f32);
+    if (!interleaved64)
+      return k.tile(k.load(vt, k.weightsAt(off, first, 4)), parts);
+    // One base register, constant displacements.
+    Value base = k.gep(k.weights, k.mul(first, k.c(4)));
+    SmallVector<Value> quarters;
+    for (int64_t l = 0; l < 4; ++l)
+      quarters.push_back(k.load(vt, k.gep(base, off + 64 * l)));
+    Value pixel = k.concat(quarters);
+    if (natural) {
+      SmallVector<int64_t> order(64);
+      for (int64_t c = 0; c < 64; ++c)
+        order[interleave64Index(c)] = c;
+      pixel = b.create<vector::ShuffleOp>(k.loc, pixel, pixel, order);
+    }
+    return k.tile(pixel, parts / 4);
+  };
   auto channelVec = [&](int64_t off, Type elem = nullptr) {
-    return k.tile(k.load(VectorType::get({16}, elem ? elem : k.f32),
-                         k.weightsAt(off, c0, 4)),
-                  parts);
+    return channelVecAt(off, c0, elem, false);
   };
   // The one-step forms' clamps of a finite quotient (plain vmaxps /
   // vminps), each where its form needs it.
@@ -577,10 +622,12 @@ void qatc::codegen::emitEpilogue(KB &k, const Epilogue &ep,
   // The zero point after the rounding (OneStepRequant.h says why); 128 on a
   // u8 result by the store's sign flip. The packs saturate to the stored
   // type.
-  auto storeOneStep = [&](Value qi) {
+  auto storeOneStep = [&](Value qi, std::optional<int64_t> byteLo,
+                          std::optional<int64_t> byteHi) {
     if (!offset128 && ep.outZp)
       qi = b.create<arith::AddIOp>(k.loc, qi, k.splatI(ep.outZp, lanes, k.i32));
-    storePacked(k, qi, isSigned, outs, mask, /*clamped=*/false, offset128);
+    storePacked(k, qi, isSigned, outs, mask, /*clamped=*/false, offset128,
+                interleaved64, byteLo, byteHi);
   };
   // Before a residual add: the conv's own quantized value minus its zero
   // point, an integer in f32.
@@ -592,7 +639,11 @@ void qatc::codegen::emitEpilogue(KB &k, const Epilogue &ep,
     // or waits on a vdivps (avx512vnni).
     Value q = b.create<math::FmaOp>(k.loc, y, channelVec(ep.foldMulOff),
                                     channelVec(ep.foldAddOff));
-    q = clampIf(q, ep.foldClampLo, ep.foldLo, ep.foldClampHi, ep.foldHi);
+    // The clamps on the bytes, where they commute with the rounding, the
+    // exceptions and the packs.
+    bool onBytes = ep.foldClampBytes && !ep.midQuant;
+    if (!onBytes)
+      q = clampIf(q, ep.foldClampLo, ep.foldLo, ep.foldClampHi, ep.foldHi);
     auto hitAt = [&](int64_t e) {
       return b.create<arith::CmpIOp>(k.loc, arith::CmpIPredicate::eq, acc,
                                      channelVec(ep.foldAccOff[e], k.i32));
@@ -605,7 +656,12 @@ void qatc::codegen::emitEpilogue(KB &k, const Epilogue &ep,
             b.create<arith::AddIOp>(k.loc, qi,
                                     channelVec(ep.foldDeltaOff[e], k.i32)),
             qi);
-      return storeOneStep(qi);
+      std::optional<int64_t> byteLo, byteHi;
+      if (onBytes && ep.foldClampLo)
+        byteLo = static_cast<int64_t>(ep.foldLo) + ep.outZp;
+      if (onBytes && ep.foldClampHi)
+        byteHi = static_cast<int64_t>(ep.foldHi) + ep.outZp;
+      return storeOneStep(qi, byteLo, byteHi);
     }
     // Both clamps are set before an add (nothing saturates an f32), so the
     // exceptions, which land on the exact integer, need no clamp after.
@@ -655,7 +711,7 @@ void qatc::codegen::emitEpilogue(KB &k, const Epilogue &ep,
                                     k.splatF(ep.addC, lanes));
     Value t = b.create<math::FmaOp>(k.loc, u, k.splatF(ep.addA, lanes), v);
     t = clampIf(t, ep.addClampLo, ep.addLo, ep.addClampHi, ep.addHi);
-    return storeOneStep(k.roundToI32(t));
+    return storeOneStep(k.roundToI32(t), std::nullopt, std::nullopt);
   }
   if (ep.midQuant)
     y = b.create<arith::MulFOp>(k.loc, u, k.splatF(ep.midScale, lanes));
@@ -664,8 +720,12 @@ void qatc::codegen::emitEpilogue(KB &k, const Epilogue &ep,
         k.loc, y, k.dequantize(k.concat(r), ep.resZp, ep.resScale));
   if (ep.hasPost && !postJoins)
     y = clamp(y, ep.postLo, ep.postHi);
-  if (ep.chain)
-    y = ep.chain(k, y, k.add(c0, k.c(ep.chainChannelBase)));
+  if (ep.chain) {
+    Value first = k.add(c0, k.c(ep.chainChannelBase));
+    y = ep.chain(k, y, [&](int64_t off) {
+      return channelVecAt(off, first, nullptr, true);
+    });
+  }
   if (ep.quantOut) {
     // QuantizeLinear's arithmetic (KB::quantize); clamping to the integer
     // bounds before rounding gives the same result as saturating after, and
@@ -682,7 +742,8 @@ void qatc::codegen::emitEpilogue(KB &k, const Epilogue &ep,
     bool finite = intAcc && !ep.chain;
     if (k.avx512 && parts >= 2) {
       Value qi = k.quantizeWide(y, ep.outScale, ep.outZp, lo, hi, finite, a, z);
-      storePacked(k, qi, ep.qmin < 0, outs, mask);
+      storePacked(k, qi, ep.qmin < 0, outs, mask, /*clamped=*/true,
+                  /*offset128=*/false, interleaved64);
       return;
     }
     y = k.quantize(y, ep.outScale, ep.outZp, lo, hi, finite, a, z);
@@ -955,15 +1016,51 @@ static Value interleaveRows(KB &k, Isa isa, ArrayRef<Value> x) {
       k.loc, v16i32, b.create<vector::ShuffleOp>(k.loc, lo, hi, quadMask));
 }
 
+/// Four rows of 64 channels' bytes (v64i8) interleaved into one dword per
+/// channel, four v16i32 in interleave64Index's order: vpunpck{l,h}bw pairs
+/// rows 0-1 and 2-3, vpunpck{l,h}wd the pairs, all within 128-bit lanes,
+/// so vector v's lane L holds channels 16L + 4v .. 16L + 4v + 3.
+static SmallVector<Value> interleave64(KB &k, ArrayRef<Value> x) {
+  OpBuilder &b = k.b;
+  auto v32i16 = VectorType::get({32}, b.getI16Type());
+  auto v16i32 = VectorType::get({16}, k.i32);
+  // Per 128-bit lane of `lanes` elements: its elements [half * lanes / 2,
+  // (half + 1) * lanes / 2) of a and b, alternating.
+  auto unpack = [&](Value a, Value c, int64_t lanes, int64_t half) -> Value {
+    int64_t n = cast<VectorType>(a.getType()).getNumElements();
+    SmallVector<int64_t> idx;
+    for (int64_t L = 0; L < n / lanes; ++L)
+      for (int64_t m = 0; m < lanes / 2; ++m) {
+        int64_t e = L * lanes + half * lanes / 2 + m;
+        idx.append({e, n + e});
+      }
+    return b.create<vector::ShuffleOp>(k.loc, a, c, idx);
+  };
+  SmallVector<Value> out;
+  Value ab[2], cd[2];
+  for (int64_t h = 0; h < 2; ++h) {
+    ab[h] =
+        b.create<vector::BitCastOp>(k.loc, v32i16, unpack(x[0], x[1], 16, h));
+    cd[h] =
+        b.create<vector::BitCastOp>(k.loc, v32i16, unpack(x[2], x[3], 16, h));
+  }
+  for (int64_t h = 0; h < 2; ++h)
+    for (int64_t q = 0; q < 2; ++q)
+      out.push_back(b.create<vector::BitCastOp>(k.loc, v16i32,
+                                                unpack(ab[h], cd[h], 8, q)));
+  return out;
+}
+
 /// The int8 depthwise kernel without dilation. Each input column's kernel
 /// rows (in groups of 4) are interleaved once into a dword per channel
-/// (interleaveRows) and serve every output pixel that reads that column,
-/// each with its own column of weights, packed [kw][output row][row
-/// group][C16][4 rows] (see DepthwiseSpec::rows). A band of `rows` output
-/// rows is swept in tiles of 4 pixels for one block of 16 channels at a
-/// time, so the columns a tile shares with the next one (KW - SW of them)
-/// are carried over in registers: each input column of the band is loaded
-/// and interleaved once per block.
+/// (interleaveRows, or interleave64 for the wide blocks) and serve every
+/// output pixel that reads that column, each with its own column of
+/// weights, packed [kw][output row][row group][C16][4 rows] (see
+/// DepthwiseSpec::rows). A band of `rows` output rows is swept in tiles of
+/// pixels for one block of channels at a time (4 pixels of 16 channels, or
+/// 2 of 64 in the wide blocks), so the columns a tile shares with the next
+/// one (KW - SW of them) are carried over in registers: each input column
+/// of the band is loaded and interleaved once per block.
 static void emitDepthwiseColumns(KB &k, Isa isa, const DepthwiseSpec &s) {
   constexpr int64_t kPixels = 4;
   const int64_t C16 = (s.C + 15) / 16 * 16;
@@ -971,20 +1068,21 @@ static void emitDepthwiseColumns(KB &k, Isa isa, const DepthwiseSpec &s) {
   const int64_t groups = s.rowGroups();
   const int64_t carried = std::max<int64_t>(0, s.KW - s.SW);
   const int64_t bands = (s.OH + R - 1) / R;
-  auto vIn = VectorType::get({16}, k.i8);
   auto v16i32 = VectorType::get({16}, k.i32);
   // W pixels of the zero point (lowerConv sizes the padding row so).
   Value padPlane = k.gep(k.weights, s.padRowOff);
   // A band's whole tiles go in chunks whose input rows (band rows x chunk
   // columns x C bytes) stay in L1 while a channel block sweeps them; a
   // chunk starts its carried columns afresh, and the last one ends with the
-  // row's tail tile.
+  // row's tail.
   const int64_t full = s.OW / kPixels * kPixels, tail = s.OW % kPixels;
   const int64_t chunk = std::max<int64_t>(
       2 * kPixels, (24 * 1024 / std::max<int64_t>(1, span * s.SW * s.inCS)) /
                        kPixels * kPixels);
   const int64_t chunks = std::max<int64_t>(1, (full + chunk - 1) / chunk);
-  const int64_t blocks = C16 / 16;
+  // The wide blocks of 64 channels first, then blocks of 16.
+  const int64_t wide = s.wideBlocks;
+  const int64_t blocks = wide + (C16 - 64 * wide) / 16;
   // Work items (image, band, chunk, channel block), the block fastest: the
   // threads split even a 7x7 map evenly.
   auto [begin, end] = k.share(s.N * bands * chunks * blocks);
@@ -1005,18 +1103,34 @@ static void emitDepthwiseColumns(KB &k, Isa isa, const DepthwiseSpec &s) {
       rowPix.push_back(k.mul(k.add(k.mul(n, k.c(s.H)), ih), k.c(s.W)));
     }
     // The band's first `nrows` output rows (fewer than R at the bottom),
-    // for a channel block of `lanes` (16, or the remainder: a constant
-    // mask): the whole tiles [first, end), and the tail tile in the last
-    // chunk.
-    auto block = [&](int64_t nrows, Value c0, int64_t lanes, Value first,
-                     Value end) {
+    // for a channel block of V vectors of 16 channels (1, or 4 in
+    // interleave64's order) of which `lanes` hold channels (a prefix of 16
+    // when V is 1: a constant mask): the whole tiles [first, end), and the
+    // tail in the last chunk.
+    auto block = [&](int64_t nrows, Value c0, int64_t V, int64_t lanes,
+                     Value first, Value end) {
+      const int64_t np = V == 1 ? kPixels : 2;
+      auto vIn = VectorType::get({16 * V}, k.i8);
       Value mask = k.prefixMask(16, k.c(lanes));
-      Value zero = k.splatI(0, 16, k.i8);
-      Value corr = k.load(v16i32, k.weightsAt(s.corrOff, c0, 4));
-      SmallVector<Value> w; // [kw][output row][row group]
-      for (int64_t i = 0; i < s.KW * R * groups; ++i)
-        w.push_back(
-            k.load(v16i32, k.weightsAt(s.weightOff + i * C16 * 4, c0, 4)));
+      Value zero = k.splatI(0, 16 * V, k.i8);
+      // The block's per-channel arrays from one base register: constant
+      // displacements, not a register (spilled) per array.
+      Value wBase = k.gep(k.weights, k.mul(c0, k.c(4)));
+      auto channelsAt = [&](int64_t off, int64_t v) {
+        return k.load(v16i32, k.gep(wBase, off + 64 * v));
+      };
+      SmallVector<Value> corr, w; // w: [kw][output row][row group]
+      for (int64_t v = 0; v < V; ++v)
+        corr.push_back(channelsAt(s.corrOff, v));
+      // A wide block's 24 weight vectors (3x3) would not fit in registers
+      // beside its accumulators: they are loaded where used, as vpdpbusd's
+      // memory operand.
+      auto weight = [&](int64_t i, int64_t v) {
+        return V == 1 ? w[i] : channelsAt(s.weightOff + i * C16 * 4, v);
+      };
+      if (V == 1)
+        for (int64_t i = 0; i < s.KW * R * groups; ++i)
+          w.push_back(channelsAt(s.weightOff + i * C16 * 4, 0));
       // Each band row's pixel 0 at channel c0; a row outside the image
       // points at the padding plane, a whole row of the zero point, so no
       // tap checks its row.
@@ -1025,12 +1139,12 @@ static void emitDepthwiseColumns(KB &k, Isa isa, const DepthwiseSpec &s) {
       for (int64_t t = 0; t < span; ++t)
         rowBase.push_back(k.select(
             rowOk[t], k.gep(k.at(s.inOff, rowPix[t], s.inCS), c0), padAt));
-      // Row group g of input column iw0 + j: a tap is its row's pointer
-      // plus the column's offset, or the padding where the column lies
-      // outside the image. `checkCol` asks at run time; a column known at
-      // compile time (`staticIw0`) is decided here.
+      // Row group g of input column iw0 + j (V vectors): a tap is its row's
+      // pointer plus the column's offset, or the padding where the column
+      // lies outside the image. `checkCol` asks at run time; a column known
+      // at compile time (`staticIw0`) is decided here.
       auto column = [&](Value iw0, std::optional<int64_t> staticIw0, int64_t j,
-                        int64_t g, bool checkCol) {
+                        int64_t g, bool checkCol) -> SmallVector<Value> {
         std::optional<bool> inside;
         if (staticIw0)
           inside = *staticIw0 + j >= 0 && *staticIw0 + j < s.W;
@@ -1050,42 +1164,68 @@ static void emitDepthwiseColumns(KB &k, Isa isa, const DepthwiseSpec &s) {
           Value p = padding ? padAt : k.gep(rowBase[t], colOff);
           if (colOk)
             p = k.select(colOk, p, padAt);
-          x.push_back(lanes == 16 ? k.load(vIn, p)
-                                  : k.maskedLoad(vIn, p, mask, zero));
+          x.push_back(V > 1 || lanes == 16 ? k.load(vIn, p)
+                                           : k.maskedLoad(vIn, p, mask, zero));
         }
-        return interleaveRows(k, isa, x);
+        if (V > 1)
+          return interleave64(k, x);
+        return {interleaveRows(k, isa, x)};
       };
-      // Pixels [ow0, ow0 + np) of the rows; `in` holds the first `carried`
-      // columns ([column][row group]), the result the next tile's.
-      auto tile = [&](Value ow0, std::optional<int64_t> staticOw0, int64_t np,
-                      ValueRange in, bool checkCol) {
+      // Pixels [ow0, ow0 + count) of the rows; `in` holds the first
+      // `carried` columns ([column][row group][V]), the result the next
+      // tile's.
+      auto tile = [&](Value ow0, std::optional<int64_t> staticOw0,
+                      int64_t count, ValueRange in, bool checkCol) {
         Value iw0 = k.sub(k.mul(ow0, k.c(s.SW)), k.c(s.PL));
         std::optional<int64_t> staticIw0;
         if (staticOw0)
           staticIw0 = *staticOw0 * s.SW - s.PL;
-        SmallVector<Value> acc(nrows * np, corr), out;
-        for (int64_t j = 0; j < (np - 1) * s.SW + s.KW; ++j)
+        SmallVector<Value> acc, out; // acc: [row][pixel][V]
+        for (int64_t i = 0; i < nrows * count; ++i)
+          for (int64_t v = 0; v < V; ++v)
+            acc.push_back(V == 1
+                              ? corr[v]
+                              : k.b.create<LLVM::LoadOp>(
+                                    k.loc, v16i32,
+                                    k.gep(wBase, s.corrOff + 64 * v), 1, true));
+        for (int64_t j = 0; j < (count - 1) * s.SW + s.KW; ++j)
           for (int64_t g = 0; g < groups; ++g) {
-            Value col = j < carried ? in[j * groups + g]
-                                    : column(iw0, staticIw0, j, g, checkCol);
-            if (j >= np * s.SW)
-              out.push_back(col);
+            SmallVector<Value> col =
+                j < carried
+                    ? SmallVector<Value>(in.slice((j * groups + g) * V, V))
+                    : column(iw0, staticIw0, j, g, checkCol);
+            if (j >= count * s.SW)
+              out.append(col);
             for (int64_t r = 0; r < nrows; ++r)
-              for (int64_t p = 0; p < np; ++p) {
+              for (int64_t p = 0; p < count; ++p) {
                 int64_t kw = j - p * s.SW;
-                if (kw >= 0 && kw < s.KW)
-                  acc[r * np + p] = emitDot4(k, isa, acc[r * np + p], col,
-                                             w[(kw * R + r) * groups + g]);
+                if (kw < 0 || kw >= s.KW)
+                  continue;
+                for (int64_t v = 0; v < V; ++v) {
+                  Value &a = acc[(r * count + p) * V + v];
+                  a = emitDot4(k, isa, a, col[v],
+                               weight((kw * R + r) * groups + g, v));
+                }
               }
           }
         for (int64_t r = 0; r < nrows; ++r) {
           Value pixRow =
               k.mul(k.add(k.mul(n, k.c(s.OH)), k.add(oh0, k.c(r))), k.c(s.OW));
           SmallVector<Value> pix;
-          for (int64_t p = 0; p < np; ++p)
+          for (int64_t p = 0; p < count; ++p)
             pix.push_back(k.add(pixRow, k.add(ow0, k.c(p))));
-          epilogueAt(k, s, ArrayRef<Value>(acc).slice(r * np, np), pix, c0,
-                     mask);
+          ArrayRef<Value> rowAcc =
+              ArrayRef<Value>(acc).slice(r * count * V, count * V);
+          if (V == 1) {
+            epilogueAt(k, s, rowAcc, pix, c0, mask);
+            continue;
+          }
+          SmallVector<Value> outs;
+          for (Value p : pix)
+            outs.push_back(
+                k.at(s.outOff, k.add(k.mul(p, k.c(s.outCS)), c0), 1));
+          emitEpilogue(k, s.ep, rowAcc, c0, mask, outs, {},
+                       /*interleaved64=*/true);
         }
         return out;
       };
@@ -1096,43 +1236,61 @@ static void emitDepthwiseColumns(KB &k, Isa isa, const DepthwiseSpec &s) {
         staticFirst = -s.PL;
       for (int64_t j = 0; j < carried; ++j)
         for (int64_t g = 0; g < groups; ++g)
-          carry.push_back(column(iwFirst, staticFirst, j, g, true));
+          carry.append(column(iwFirst, staticFirst, j, g, true));
       // Only the tiles at a row's ends read columns outside the image: the
       // others take the version without checks.
       if (full)
-        carry =
-            k.loop(first, end, kPixels, carry, [&](Value ow0, ValueRange in) {
-              Value iw0 = k.sub(k.mul(ow0, k.c(s.SW)), k.c(s.PL));
-              Value lo = k.add(iw0, k.c(carried));
-              Value hi = k.add(iw0, k.c((kPixels - 1) * s.SW + s.KW - 1));
-              return k.ifElseValues(
-                  k.andi(k.lt(lo, k.c(s.W)), k.lt(hi, k.c(s.W))),
-                  [&] { return tile(ow0, std::nullopt, kPixels, in, false); },
-                  [&] { return tile(ow0, std::nullopt, kPixels, in, true); });
-            });
+        carry = k.loop(first, end, np, carry, [&](Value ow0, ValueRange in) {
+          Value iw0 = k.sub(k.mul(ow0, k.c(s.SW)), k.c(s.PL));
+          Value lo = k.add(iw0, k.c(carried));
+          Value hi = k.add(iw0, k.c((np - 1) * s.SW + s.KW - 1));
+          return k.ifElseValues(
+              k.andi(k.lt(lo, k.c(s.W)), k.lt(hi, k.c(s.W))),
+              [&] { return tile(ow0, std::nullopt, np, in, false); },
+              [&] { return tile(ow0, std::nullopt, np, in, true); });
+        });
       if (tail)
         k.ifElse(
             k.b.create<arith::CmpIOp>(k.loc, arith::CmpIPredicate::eq, chunkIdx,
                                       k.c(chunks - 1)),
-            [&] { tile(k.c(full), full, tail, carry, true); }, nullptr);
+            [&] {
+              SmallVector<Value> in = carry;
+              for (int64_t p = 0; p < tail; p += np) {
+                int64_t count = std::min(np, tail - p);
+                in = tile(k.c(full + p), full + p, count, in, true);
+              }
+            },
+            nullptr);
     };
     Value first = k.mul(chunkIdx, k.c(chunk));
     Value last =
         k.b.create<arith::MinSIOp>(k.loc, k.add(first, k.c(chunk)), k.c(full));
-    Value c0 = k.mul(blk, k.c(16));
+    // Block blk's first channel: 64 per wide block before it, 16 after.
+    Value c0 = k.add(
+        k.mul(blk, k.c(16)),
+        k.mul(k.b.create<arith::MinSIOp>(k.loc, blk, k.c(wide)), k.c(48)));
     // The remainder rows and channels take their own constant versions.
-    auto rows = [&](int64_t lanes) {
+    auto rows = [&](int64_t V, int64_t lanes) {
       if (s.OH % R == 0)
-        return block(R, c0, lanes, first, last);
+        return block(R, c0, V, lanes, first, last);
       k.ifElse(
           k.lt(k.add(oh0, k.c(R - 1)), k.c(s.OH)),
-          [&] { block(R, c0, lanes, first, last); },
-          [&] { block(s.OH % R, c0, lanes, first, last); });
+          [&] { block(R, c0, V, lanes, first, last); },
+          [&] { block(s.OH % R, c0, V, lanes, first, last); });
     };
-    if (s.C % 16 == 0)
-      return rows(16);
+    auto narrow = [&] {
+      if (s.C % 16 == 0)
+        return rows(1, 16);
+      k.ifElse(
+          k.lt(blk, k.c(blocks - 1)), [&] { rows(1, 16); },
+          [&] { rows(1, s.C % 16); });
+    };
+    if (!wide)
+      return narrow();
+    if (blocks == wide)
+      return rows(4, 16);
     k.ifElse(
-        k.lt(blk, k.c(blocks - 1)), [&] { rows(16); }, [&] { rows(s.C % 16); });
+        k.lt(blk, k.c(wide)), [&] { rows(4, 16); }, narrow);
   });
 }
 

@@ -181,6 +181,9 @@ struct Epilogue {
   /// fewer; f32 before a residual add, where the result stays in f32).
   int64_t foldMulOff = -1, foldAddOff = -1;
   bool foldClampLo = false, foldClampHi = false;
+  /// The clamps apply to the stored bytes after the packs
+  /// (OneStepRequant::clampsOnBytes holds for every channel).
+  bool foldClampBytes = false;
   float foldLo = 0, foldHi = 255;
   static constexpr int64_t kMaxFoldExceptions = 4;
   int64_t foldExceptions = 0;
@@ -210,11 +213,14 @@ struct Epilogue {
   bool midQuant = false;
   float midScale = 1;
   int64_t midZp = 0, midQmin = 0, midQmax = 255;
-  /// A fused chain of elementwise ops on the f32 result (16 lanes, or a
-  /// multiple of 16 holding several pixels of the same 16 channels) before
-  /// the store: `chain(k, y, first channel)`; the channel indexes per-channel
-  /// constants, offset by `chainChannelBase` (a group's first channel).
-  std::function<mlir::Value(KB &, mlir::Value, mlir::Value)> chain;
+  /// A fused chain of elementwise ops on the f32 result before the store:
+  /// `chain(k, y, channels)`, where `channels(off)` gives the per-channel
+  /// f32 constant at weights offset `off` in the order of y's lanes (the
+  /// epilogue knows which channels they hold; `chainChannelBase`, a group's
+  /// first channel, offsets them).
+  std::function<mlir::Value(KB &, mlir::Value,
+                            llvm::function_ref<mlir::Value(int64_t)>)>
+      chain;
   std::string chainName; ///< appended to the kernel's name
   int64_t chainChannelBase = 0;
   float outScale = 1;
@@ -225,10 +231,24 @@ struct Epilogue {
 /// accs.size() lanes, and stores the lanes of `mask` of each to `outs`;
 /// `res` points at each pixel's residual channels when the epilogue has
 /// them.
+///
+/// `interleaved64`: each pixel is 4 vectors of 64 channels from c0 in the
+/// order `interleave64` gives them (vector v, lane 4l + i: channel 16l + 4v
+/// + i), one pointer in `outs` per pixel; the epilogue's own per-channel
+/// arrays are stored in that order (`interleave64Index`), and the result
+/// is quantized (no residual).
 void emitEpilogue(KB &k, const Epilogue &ep, llvm::ArrayRef<mlir::Value> accs,
                   mlir::Value c0, mlir::Value mask,
                   llvm::ArrayRef<mlir::Value> outs,
-                  llvm::ArrayRef<mlir::Value> res);
+                  llvm::ArrayRef<mlir::Value> res, bool interleaved64 = false);
+
+/// Where channel c of a block of 64 stands in the interleaved order of
+/// emitEpilogue's `interleaved64` (its own inverse: a 4x4 transpose of
+/// 4-channel groups).
+inline int64_t interleave64Index(int64_t c) {
+  int64_t j = c % 64;
+  return c - j + (j % 16) / 4 * 16 + j / 16 * 4 + j % 4;
+}
 
 /// What the dense and the depthwise kernels share: a 2-D window over NHWC
 /// tensors, their place in the arena and the weights blob, the epilogue.
@@ -289,6 +309,12 @@ struct DepthwiseSpec : ConvSpec {
   void chooseRows() {
     rows = OH > 1 && (SH + KH + 3) / 4 == (KH + 3) / 4 ? 2 : 1;
   }
+  /// Leading blocks of 64 channels (`columns`, AVX-512) whose weights,
+  /// initial accumulators and epilogue arrays are stored in the
+  /// interleave64Index order: 4 rows of 64 channels interleave by 8 in-lane
+  /// unpacks and narrow back by 3 in-lane packs, where 16 channels take 5
+  /// cross-lane shuffles and a store of their own.
+  int64_t wideBlocks = 0;
 };
 void emitDepthwise(KB &k, Isa isa, const DepthwiseSpec &s);
 

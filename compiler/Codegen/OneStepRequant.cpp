@@ -58,6 +58,35 @@ int64_t OneStepRequant::eval(int64_t acc) const {
   return std::clamp(v, typeLo, typeHi);
 }
 
+bool OneStepRequant::clampsOnBytes(int64_t accMin, int64_t accMax) const {
+  double reach = std::max(std::abs(static_cast<double>(accMin)),
+                          std::abs(static_cast<double>(accMax))) *
+                     m * 1.01 +
+                 std::abs(b) + 2;
+  if (reach >= 0x1p30)
+    return false;
+  for (auto [a, d] : exceptions) {
+    float x = std::nearbyint(std::fma(static_cast<float>(a), m, b));
+    if ((clampLo && x < lo) || (clampHi && x > hi))
+      return false;
+  }
+  return true;
+}
+
+int64_t OneStepRequant::evalOnBytes(int64_t acc) const {
+  int64_t v = zp + static_cast<int64_t>(
+                       std::nearbyint(std::fma(static_cast<float>(acc), m, b)));
+  for (auto [a, d] : exceptions)
+    if (a == acc)
+      v += d;
+  v = std::clamp(v, typeLo, typeHi);
+  if (clampLo)
+    v = std::max(v, static_cast<int64_t>(lo) + zp);
+  if (clampHi)
+    v = std::min(v, static_cast<int64_t>(hi) + zp);
+  return v;
+}
+
 namespace {
 
 /// `v` moved `k` ulps up (k > 0) or down.

@@ -411,13 +411,9 @@ int GraphLowering::epilogueOutput(
   int o = resultTensor(c->exit, layout(c->exit));
   fillEpilogueOut(ep, tensors[o]);
   ep.chainName = " +" + program->name;
-  ep.chain = [program](KB &k, Value y, Value channel) {
-    // y may hold several pixels of the same 16 channels.
-    auto vf = VectorType::get({16}, k.f32);
-    int64_t pixels = cast<VectorType>(y.getType()).getNumElements() / 16;
-    return program->run(k, {y}, [&](int64_t off) {
-      return k.tile(k.load(vf, k.weightsAt(off, channel, 4)), pixels);
-    });
+  ep.chain = [program](KB &k, Value y,
+                       llvm::function_ref<Value(int64_t)> channels) {
+    return program->run(k, {y}, channels);
   };
   return o;
 }

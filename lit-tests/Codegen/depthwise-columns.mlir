@@ -77,3 +77,41 @@ func.func @main(%x: tensor<1x17x10x9xf32>) -> tensor<1x17x10x9xf32> {
   %o = onnx.DequantizeLinear(%oq, %so, %z) : (tensor<1x17x10x9xui8>, tensor<f32>, tensor<ui8>) -> tensor<1x17x10x9xf32>
   return %o : tensor<1x17x10x9xf32>
 }
+
+// -----
+
+// 80 channels: a whole block of 64 (AVX-512), then one of 16. The wide
+// block loads each row's 64 bytes and interleaves 4 rows by in-lane
+// unpacks (bytes, then words), carries 2 columns of 4 vectors into each
+// tile of 2 pixels, and stores each pixel's 64 channels whole after the
+// in-lane packs, which undo the unpacks' order: no 16-byte store.
+// CHECK-LABEL: func.func @qatc_layer_1(
+// CHECK-SAME: qatc.kernel = "vnni-depthwise 2x2x64"
+// CHECK: llvm.load %{{.*}} -> vector<64xi8>
+// CHECK: vector.shuffle %{{.*}}, %{{.*}} [0, 64, 1, 65, 2, 66, 3, 67, 4, 68, 5, 69, 6, 70, 7, 71, 16, 80,
+// CHECK: vector.shuffle %{{.*}}, %{{.*}} [0, 32, 1, 33, 2, 34, 3, 35, 8, 40,
+// CHECK: scf.for {{.*}} step %{{.*}} iter_args({{.*}}) -> (vector<16xi32>, vector<16xi32>, vector<16xi32>, vector<16xi32>, vector<16xi32>, vector<16xi32>, vector<16xi32>, vector<16xi32>)
+// CHECK-NOT: vector<16xi8>, !llvm.ptr
+// CHECK: llvm.x86.avx512.packuswb.512
+// CHECK-NEXT: llvm.store %{{.*}} : vector<64xi8>, !llvm.ptr
+// The block of 16: 16-byte rows, one vector per carried column.
+// CHECK: scf.for {{.*}} -> (vector<16xi32>, vector<16xi32>)
+// CHECK: llvm.load %{{.*}} -> vector<16xi8>
+// CHECK: func.func @qatc_layer_2(
+func.func @main(%x: tensor<1x80x6x9xf32>) -> tensor<1x80x6x9xf32> {
+  %s = onnx.Constant dense<0.05> : tensor<f32>
+  %z = onnx.Constant dense<0> : tensor<ui8>
+  %so = onnx.Constant dense<0.1> : tensor<f32>
+  %ws = onnx.Constant dense<0.01> : tensor<80xf32>
+  %wz = onnx.Constant dense<0> : tensor<80xi8>
+  %wq = onnx.Constant dense<3> : tensor<80x1x3x3xi8>
+  %b = onnx.Constant dense<0.5> : tensor<80xf32>
+  %q = onnx.QuantizeLinear(%x, %s, %z) : (tensor<1x80x6x9xf32>, tensor<f32>, tensor<ui8>) -> tensor<1x80x6x9xui8>
+  %dq = onnx.DequantizeLinear(%q, %s, %z) : (tensor<1x80x6x9xui8>, tensor<f32>, tensor<ui8>) -> tensor<1x80x6x9xf32>
+  %w = onnx.DequantizeLinear(%wq, %ws, %wz) {axis = 0 : i64} : (tensor<80x1x3x3xi8>, tensor<80xf32>, tensor<80xi8>) -> tensor<80x1x3x3xf32>
+  %c = onnx.Conv(%dq, %w, %b) {group = 80 : i64, kernel_shape = array<i64: 3, 3>, strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>} : (tensor<1x80x6x9xf32>, tensor<80x1x3x3xf32>, tensor<80xf32>) -> tensor<1x80x6x9xf32> loc("depthwise80")
+  %r = onnx.Relu(%c) : (tensor<1x80x6x9xf32>) -> tensor<1x80x6x9xf32>
+  %oq = onnx.QuantizeLinear(%r, %so, %z) : (tensor<1x80x6x9xf32>, tensor<f32>, tensor<ui8>) -> tensor<1x80x6x9xui8>
+  %o = onnx.DequantizeLinear(%oq, %so, %z) : (tensor<1x80x6x9xui8>, tensor<f32>, tensor<ui8>) -> tensor<1x80x6x9xf32>
+  return %o : tensor<1x80x6x9xf32>
+}

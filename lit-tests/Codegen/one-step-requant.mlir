@@ -44,6 +44,41 @@ func.func @main(%x: tensor<1x64x6x6xf32>) -> tensor<1x48x6x6xf32> {
 
 // -----
 
+// A Relu6 (Clip) on a u8 zero point 128: its clamps (the quotient's bounds
+// 0 and 67 past the zero point) commute with the rounding and the packs,
+// so they apply to the stored bytes, one unsigned byte max and min per 64
+// outputs instead of an f32 max and min per 16.
+// CHECK-LABEL: func.func @qatc_layer_1(
+// CHECK: math.fma %{{.*}} : vector<64xf32>
+// CHECK-NOT: arith.maximumf
+// CHECK-NOT: arith.minimumf
+// CHECK: llvm.x86.avx512.mask.cvtps2dq.512
+// CHECK: %[[B:.*]] = llvm.call_intrinsic "llvm.x86.avx512.packsswb.512"
+// CHECK: %[[U:.*]] = arith.xori %[[B]]
+// CHECK: %[[LO:.*]] = arith.maxui %[[U]], %{{.*}} : vector<64xi8>
+// CHECK: arith.minui %[[LO]], %{{.*}} : vector<64xi8>
+// CHECK: func.func @qatc_layer_2(
+func.func @main(%x: tensor<1x64x6x6xf32>) -> tensor<1x48x6x6xf32> {
+  %s = onnx.Constant dense<0.0473> : tensor<f32>
+  %z = onnx.Constant dense<0> : tensor<ui8>
+  %so = onnx.Constant dense<0.0891> : tensor<f32>
+  %zo = onnx.Constant dense<128> : tensor<ui8>
+  %ws = onnx.Constant dense<0.00731> : tensor<48xf32>
+  %wz = onnx.Constant dense<0> : tensor<48xi8>
+  %wq = onnx.Constant dense<3> : tensor<48x64x1x1xi8>
+  %b = onnx.Constant dense<0.37> : tensor<48xf32>
+  %q = onnx.QuantizeLinear(%x, %s, %z) : (tensor<1x64x6x6xf32>, tensor<f32>, tensor<ui8>) -> tensor<1x64x6x6xui8>
+  %dq = onnx.DequantizeLinear(%q, %s, %z) : (tensor<1x64x6x6xui8>, tensor<f32>, tensor<ui8>) -> tensor<1x64x6x6xf32>
+  %w = onnx.DequantizeLinear(%wq, %ws, %wz) {axis = 0 : i64} : (tensor<48x64x1x1xi8>, tensor<48xf32>, tensor<48xi8>) -> tensor<48x64x1x1xf32>
+  %c = onnx.Conv(%dq, %w, %b) {kernel_shape = array<i64: 1, 1>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : (tensor<1x64x6x6xf32>, tensor<48x64x1x1xf32>, tensor<48xf32>) -> tensor<1x48x6x6xf32> loc("pointwise")
+  %r = onnx.Clip(%c) {min = 0.0 : f32, max = 6.0 : f32} : (tensor<1x48x6x6xf32>) -> tensor<1x48x6x6xf32>
+  %q2 = onnx.QuantizeLinear(%r, %so, %zo) : (tensor<1x48x6x6xf32>, tensor<f32>, tensor<ui8>) -> tensor<1x48x6x6xui8>
+  %y = onnx.DequantizeLinear(%q2, %so, %zo) : (tensor<1x48x6x6xui8>, tensor<f32>, tensor<ui8>) -> tensor<1x48x6x6xf32>
+  return %y : tensor<1x48x6x6xf32>
+}
+
+// -----
+
 // A weight scale whose channels need one exception, zero point 0 (no flip).
 // CHECK-LABEL: func.func @qatc_layer_1(
 // CHECK-NOT: arith.divf

@@ -93,14 +93,38 @@ class Builder:
         onnx.save(m, path)
 
 
-def conv_case(b, ic, oc, hw, k, stride=1, pads=(0, 0, 0, 0), dil=1, group=1, relu=True, n=1):
+def silu(b, y, c):
+    return b.node("Mul", [y, b.node("Sigmoid", [y])])
+
+
+def prelu(b, y, c):
+    """PRelu with a slope per channel: a fused chain's own per-channel
+    constant."""
+    return b.node("PRelu", [y, b.const("slope", b.rng.uniform(0.05, 0.3, (c, 1, 1)).astype(np.float32))])
+
+
+def scale_shift(b, y, c):
+    y = b.node("Mul", [y, b.const("scale", b.rng.uniform(0.5, 1.5, (c, 1, 1)).astype(np.float32))])
+    return b.node("Add", [y, b.const("shift", b.rng.normal(0, 0.3, (c, 1, 1)).astype(np.float32))])
+
+
+def relu6(b, y, c):
+    return b.node("Clip", [y, b.const("lo", np.array(0, np.float32)),
+                           b.const("hi", np.array(6, np.float32))])
+
+
+def conv_case(b, ic, oc, hw, k, stride=1, pads=(0, 0, 0, 0), dil=1, group=1, relu=True, n=1,
+              post=None):
+    """A conv, then Relu (`relu`) or `post(b, y, oc)`, quantized."""
     h, w = hw
     x = b.act_qdq("x", 0.05)
     wt = b.weight([oc, ic // group, k, k])
     bias = b.const("b", b.rng.normal(0, 0.2, oc).astype(np.float32))
     y = b.node("Conv", [x, wt, bias], kernel_shape=[k, k], strides=[stride, stride],
                pads=list(pads), dilations=[dil, dil], group=group)
-    if relu:
+    if post:
+        y = post(b, y, oc)
+    elif relu:
         y = b.node("Relu", [y])
     y = b.act_qdq(y, 0.08)
     oh = out_size(h, k, stride, pads[0], pads[2], dil)
@@ -372,6 +396,21 @@ CASES = {
                                                    pads=(1, 1, 1, 1), group=200),
     "depthwise_c200_3x3_s2_wide": lambda b: conv_case(
         b, 200, 200, (5, 123), 3, stride=2, pads=(1, 1, 1, 1), group=200),
+    # On AVX-512, whole blocks of 64 channels interleave in-lane
+    # (interleave64): every channel a whole block (tails of 3 and 1
+    # pixels), blocks of 16 after them with odd rows on 2 images and a
+    # fused SiLU, a stride 2 with a per-channel PRelu (the chain's own
+    # constants reordered), 5x5 with a per-channel scale and shift, ReLU6.
+    "depthwise_c64_3x3_whole_blocks": lambda b: conv_case(
+        b, 64, 64, (9, 11), 3, pads=(1, 1, 1, 1), group=64),
+    "depthwise_c144_3x3_odd_rows_batch2_silu": lambda b: conv_case(
+        b, 144, 144, (7, 10), 3, pads=(1, 1, 1, 1), group=144, n=2, post=silu),
+    "depthwise_c128_3x3_s2_prelu": lambda b: conv_case(
+        b, 128, 128, (9, 13), 3, stride=2, pads=(1, 1, 1, 1), group=128, post=prelu),
+    "depthwise_c80_5x5_scale_shift": lambda b: conv_case(
+        b, 80, 80, (6, 9), 5, pads=(2, 2, 2, 2), group=80, post=scale_shift),
+    "depthwise_c192_3x3_relu6": lambda b: conv_case(
+        b, 192, 192, (5, 6), 3, pads=(1, 1, 1, 1), group=192, post=relu6),
     # Bands and tiles inside the image take a version with no bounds
     # checks: whole tiles whose last one reads the column past the image (W
     # a multiple of 4; stride 2 with W odd), and a left padding wider than

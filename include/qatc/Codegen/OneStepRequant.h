@@ -79,6 +79,15 @@ struct OneStepRequant {
   int64_t raw(int64_t acc) const;
   /// The stored integer the kernel computes.
   int64_t eval(int64_t acc) const;
+  /// Whether the clamps may apply to the stored bytes instead, after the
+  /// exceptions and the packs (a vpmaxub per 64 outputs where a vmaxps
+  /// takes one per 16): over [accMin, accMax] the FMA stays in the i32
+  /// range, and no exception's accumulator rounds outside a clamp's bound.
+  /// Then evalOnBytes equals eval there.
+  bool clampsOnBytes(int64_t accMin, int64_t accMax) const;
+  /// The kernel's result with the clamps on the bytes:
+  /// clamp(sat(rne(fma(float(acc), m, b)) + zp + delta), lo + zp, hi + zp).
+  int64_t evalOnBytes(int64_t acc) const;
 
   /// Whether `r` over [accMin, accMax] needs the clamps {lo, hi}: where its
   /// bounds are narrower than the stored type, or the FMA could leave the
