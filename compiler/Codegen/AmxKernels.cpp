@@ -163,8 +163,19 @@ void qatc::codegen::emitAmxConv(KB &k, const AmxSpec &s) {
   };
   auto accType = VectorType::get({16}, k.i32);
   const int64_t outBytes = s.ep.quantOut ? 1 : 4;
-  // The block's epilogue, its accumulators in `scratch`.
-  auto epilogue = [&](Value v0, Value n0) {
+  // The block's epilogue, its accumulators in `scratch`. `whole`: every
+  // row is output pixel v0 + row (not a grid, not past the last pixel), so
+  // each row's output and residual are a constant displacement from the
+  // block's first: no per-row address arithmetic or select (in a 1x1
+  // layer's epilogue that was about as many scalar instructions as vector
+  // ones).
+  auto epilogue = [&](Value v0, Value n0, bool whole) {
+    Value outBase, resBase;
+    if (whole) {
+      outBase = k.at(s.outOff, k.add(k.mul(v0, k.c(s.outCS)), n0), outBytes);
+      if (s.ep.hasResidual)
+        resBase = k.at(s.ep.resOff, k.add(k.mul(v0, k.c(s.ep.resCS)), n0), 1);
+    }
     for (int64_t j = 0; j < NT; ++j) {
       Value c = k.add(n0, k.c(16 * j));
       Value mask = k.channelMask(c, s.OC, 16 * NT);
@@ -174,6 +185,14 @@ void qatc::codegen::emitAmxConv(KB &k, const AmxSpec &s) {
           for (int64_t r = r0; r < r0 + 4; ++r) {
             accs.push_back(
                 k.load(accType, k.gep(scratch, (i * NT + j) * 1024 + r * 64)));
+            if (whole) {
+              outs.push_back(
+                  k.gep(outBase, ((16 * i + r) * s.outCS + 16 * j) * outBytes));
+              if (s.ep.hasResidual)
+                res.push_back(
+                    k.gep(resBase, (16 * i + r) * s.ep.resCS + 16 * j));
+              continue;
+            }
             auto [valid, p] = pixelOf(k.add(v0, k.c(16 * i + r)));
             outs.push_back(k.select(
                 valid,
@@ -204,7 +223,11 @@ void qatc::codegen::emitAmxConv(KB &k, const AmxSpec &s) {
     products(v0, cb, n0);
     for (int64_t t = 0; t < blockTiles; ++t)
       tileStore(k, t, k.gep(scratch, t * 1024), stride64);
-    epilogue(v0, n0);
+    if (s.grid || s.M % (16 * MT) == 0)
+      return epilogue(v0, n0, !s.grid);
+    k.ifElse(
+        k.lt(k.add(v0, k.c(16 * MT - 1)), k.c(s.M)),
+        [&] { epilogue(v0, n0, true); }, [&] { epilogue(v0, n0, false); });
   });
   asmStatement(k, "tilerelease", "", {});
 }

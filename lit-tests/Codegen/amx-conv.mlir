@@ -27,6 +27,15 @@
 // CHECK: "tdpbusd %tmm6, %tmm5, %tmm2"
 // CHECK: "tdpbusd %tmm7, %tmm5, %tmm3"
 // CHECK: "tilestored %tmm3, ($0,$1,1)"
+// A block whose 32 rows are all output pixels stores them at constant
+// displacements from its first; the last block (pixels 32-35) selects a
+// pointer per row.
+// CHECK: scf.if
+// CHECK-NOT: arith.select {{.*}} : !llvm.ptr
+// CHECK: "llvm.x86.avx512.mask.cvtps2dq.512"
+// CHECK-NOT: arith.select {{.*}} : !llvm.ptr
+// CHECK: } else {
+// CHECK: arith.select {{.*}} : !llvm.ptr
 // CHECK-NOT: arith.divf
 // CHECK: arith.mulf
 // CHECK: math.fma
