@@ -150,17 +150,6 @@ void qatc::codegen::emitAmxConv(KB &k, const AmxSpec &s) {
     }
   };
 
-  // The output pixel of virtual row v, and whether there is one.
-  auto pixelOf = [&](Value v) -> std::pair<Value, Value> {
-    Value valid = k.lt(v, k.c(s.M));
-    if (!s.grid)
-      return {valid, v};
-    Value j = k.rem(v, k.c(s.Wq)), t = k.div(v, k.c(s.Wq));
-    Value i = k.rem(t, k.c(s.Hq)), n = k.div(t, k.c(s.Hq));
-    valid = k.andi(valid, k.andi(k.lt(i, k.c(s.OH)), k.lt(j, k.c(s.OW))));
-    Value p = k.add(k.mul(k.add(k.mul(n, k.c(s.OH)), i), k.c(s.OW)), j);
-    return {valid, p};
-  };
   auto accType = VectorType::get({16}, k.i32);
   const int64_t outBytes = s.ep.quantOut ? 1 : 4;
   // The block's epilogue, its accumulators in `scratch`. `whole`: every
@@ -175,6 +164,37 @@ void qatc::codegen::emitAmxConv(KB &k, const AmxSpec &s) {
       outBase = k.at(s.outOff, k.add(k.mul(v0, k.c(s.outCS)), n0), outBytes);
       if (s.ep.hasResidual)
         resBase = k.at(s.ep.resOff, k.add(k.mul(v0, k.c(s.ep.resCS)), n0), 1);
+    }
+    // Each row's output pixel and whether there is one: virtual row v is
+    // pixel v, or on a grid (n, i, j) stepped from the block's first row (a
+    // division per block, not four per row).
+    SmallVector<std::pair<Value, Value>> rows;
+    for (int64_t r = 0; r < 16 * MT && !whole && !s.grid; ++r) {
+      Value v = k.add(v0, k.c(r));
+      rows.push_back({k.lt(v, k.c(s.M)), v});
+    }
+    if (!whole && s.grid) {
+      Value j = k.rem(v0, k.c(s.Wq)), t = k.div(v0, k.c(s.Wq));
+      Value i = k.rem(t, k.c(s.Hq)), n = k.div(t, k.c(s.Hq));
+      auto eq = [&](Value a, int64_t b) {
+        return k.b.create<arith::CmpIOp>(k.loc, arith::CmpIPredicate::eq, a,
+                                         k.c(b));
+      };
+      for (int64_t r = 0; r < 16 * MT; ++r) {
+        if (r) {
+          j = k.add(j, k.c(1));
+          Value nextRow = eq(j, s.Wq);
+          j = k.select(nextRow, k.c(0), j);
+          i = k.select(nextRow, k.add(i, k.c(1)), i);
+          Value nextImage = eq(i, s.Hq);
+          i = k.select(nextImage, k.c(0), i);
+          n = k.select(nextImage, k.add(n, k.c(1)), n);
+        }
+        Value valid = k.andi(k.lt(k.add(v0, k.c(r)), k.c(s.M)),
+                             k.andi(k.lt(i, k.c(s.OH)), k.lt(j, k.c(s.OW))));
+        rows.push_back(
+            {valid, k.add(k.mul(k.add(k.mul(n, k.c(s.OH)), i), k.c(s.OW)), j)});
+      }
     }
     for (int64_t j = 0; j < NT; ++j) {
       Value c = k.add(n0, k.c(16 * j));
@@ -193,7 +213,7 @@ void qatc::codegen::emitAmxConv(KB &k, const AmxSpec &s) {
                     k.gep(resBase, (16 * i + r) * s.ep.resCS + 16 * j));
               continue;
             }
-            auto [valid, p] = pixelOf(k.add(v0, k.c(16 * i + r)));
+            auto [valid, p] = rows[16 * i + r];
             outs.push_back(k.select(
                 valid,
                 k.at(s.outOff, k.add(k.mul(p, k.c(s.outCS)), c), outBytes),
