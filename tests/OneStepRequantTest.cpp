@@ -17,6 +17,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <optional>
 #include <random>
 
 using qatc::codegen::AddRequant;
@@ -65,12 +66,18 @@ Requant narrowChannel(std::mt19937 &rng, int i) {
   return r;
 }
 
+/// The fold of `r` over [lo, hi] with the clamps it needs there.
+std::optional<OneStepRequant> foldOf(const Requant &r, int64_t lo, int64_t hi,
+                                     size_t maxExceptions = 2) {
+  return OneStepRequant::find(r, lo, hi, maxExceptions,
+                              OneStepRequant::clamps(r, lo, hi));
+}
+
 /// Every accumulator of [lo, hi] gives the two-step result; true when the
 /// fold was found.
 bool foldsExactly(const Requant &r, int64_t lo, int64_t hi,
                   size_t *exceptions = nullptr, size_t maxExceptions = 2) {
-  auto f = OneStepRequant::find(r, lo, hi, maxExceptions,
-                                OneStepRequant::clamps(r, lo, hi));
+  auto f = foldOf(r, lo, hi, maxExceptions);
   if (!f)
     return false;
   int64_t bad = 0;
@@ -106,8 +113,7 @@ TEST(OneStepRequant, ExceptionsFollowTheTwoStepRounding) {
   for (int i = 0; i < 4000 && checked < 8; ++i) {
     Requant r = narrowChannel(rng, i);
     const int64_t lo = -150000, hi = 150000;
-    auto f =
-        OneStepRequant::find(r, lo, hi, 2, OneStepRequant::clamps(r, lo, hi));
+    auto f = foldOf(r, lo, hi);
     if (!f || f->exceptions.empty())
       continue;
     size_t e = 0;
@@ -140,8 +146,7 @@ TEST(OneStepRequant, ClampsOnTheBytesWhereThatIsExact) {
       r.actHi = i % 8 == 0 ? 6.f : INFINITY;
     }
     const int64_t lo = -60000, hi = 60000 + i;
-    auto f =
-        OneStepRequant::find(r, lo, hi, 2, OneStepRequant::clamps(r, lo, hi));
+    auto f = foldOf(r, lo, hi);
     if (!f || !(f->clampLo || f->clampHi))
       continue;
     ++clamped;
@@ -161,9 +166,7 @@ TEST(OneStepRequant, ClampsOnTheBytesWhereThatIsExact) {
   Requant r = randomChannel(rng, 1);
   r.mult = 1.5f;
   r.outScale = 1;
-  auto f =
-      OneStepRequant::find(r, -800000000, 800000000, 2,
-                           OneStepRequant::clamps(r, -800000000, 800000000));
+  auto f = foldOf(r, -800000000, 800000000);
   ASSERT_TRUE(f);
   EXPECT_FALSE(f->clampsOnBytes(-800000000, 800000000));
 }
@@ -176,7 +179,7 @@ TEST(OneStepRequant, MoreExceptionsWhereTheTargetDivides) {
   for (int i = 0; i < 20000 && checked < 4; ++i) {
     Requant r = narrowChannel(rng, i);
     const int64_t lo = -150000, hi = 150000;
-    if (OneStepRequant::find(r, lo, hi, 2, OneStepRequant::clamps(r, lo, hi)))
+    if (foldOf(r, lo, hi))
       continue;
     size_t e = 0;
     if (!foldsExactly(r, lo, hi, &e, 4))

@@ -467,15 +467,7 @@ LogicalResult GraphLowering::groupedConv(
       if (off >= 0)
         off += g * OCg * 4;
     };
-    shift(s.ep.multOff);
-    shift(s.ep.scaleOff);
-    shift(s.ep.biasOff);
-    shift(s.ep.foldMulOff);
-    shift(s.ep.foldAddOff);
-    for (int64_t e = 0; e < s.ep.foldExceptions; ++e) {
-      shift(s.ep.foldAccOff[e]);
-      shift(s.ep.foldDeltaOff[e]);
-    }
+    s.ep.forEachChannelArray(shift);
     s.ep.chainChannelBase = g * OCg;
     s.corrOff = corrOff;
     shift(s.corrOff);

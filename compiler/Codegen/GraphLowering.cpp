@@ -162,19 +162,10 @@ int64_t GraphLowering::interleavedCopy(int64_t off, int64_t channels,
 
 void GraphLowering::interleaveChannels(Epilogue &ep, int64_t channels,
                                        int64_t count) {
-  auto copy = [&](int64_t &off) {
+  ep.forEachChannelArray([&](int64_t &off) {
     if (off >= 0)
       off = interleavedCopy(off, channels, count);
-  };
-  copy(ep.multOff);
-  copy(ep.scaleOff);
-  copy(ep.biasOff);
-  copy(ep.foldMulOff);
-  copy(ep.foldAddOff);
-  for (int64_t e = 0; e < ep.foldExceptions; ++e) {
-    copy(ep.foldAccOff[e]);
-    copy(ep.foldDeltaOff[e]);
-  }
+  });
 }
 
 int64_t GraphLowering::padRow(bool int8, int64_t value, int64_t count) {

@@ -225,6 +225,21 @@ struct Epilogue {
   int64_t chainChannelBase = 0;
   float outScale = 1;
   int64_t outZp = 0, qmin = 0, qmax = 255; ///< stored domain
+
+  /// Calls `f(offset)` on the weights offset of each per-channel array the
+  /// epilogue reads (unset ones are -1), so a grouped conv can move them to
+  /// its group's channels and a depthwise kernel reorder them.
+  template <typename F> void forEachChannelArray(F f) {
+    f(multOff);
+    f(scaleOff);
+    f(biasOff);
+    f(foldMulOff);
+    f(foldAddOff);
+    for (int64_t e = 0; e < foldExceptions; ++e) {
+      f(foldAccOff[e]);
+      f(foldDeltaOff[e]);
+    }
+  }
 };
 /// Applies `ep` to the 16 channels from `c0` of accumulator vectors `accs`
 /// (the pixels of a tile) as one computation on a vector of 16 x

@@ -59,11 +59,7 @@ int64_t OneStepRequant::eval(int64_t acc) const {
 }
 
 bool OneStepRequant::clampsOnBytes(int64_t accMin, int64_t accMax) const {
-  double reach = std::max(std::abs(static_cast<double>(accMin)),
-                          std::abs(static_cast<double>(accMax))) *
-                     m * 1.01 +
-                 std::abs(b) + 2;
-  if (reach >= 0x1p30)
+  if (leavesI32(accMin, accMax))
     return false;
   for (auto [a, d] : exceptions) {
     float x = std::nearbyint(std::fma(static_cast<float>(a), m, b));
@@ -71,6 +67,14 @@ bool OneStepRequant::clampsOnBytes(int64_t accMin, int64_t accMax) const {
       return false;
   }
   return true;
+}
+
+bool OneStepRequant::leavesI32(int64_t accMin, int64_t accMax) const {
+  double reach = std::max(std::abs(static_cast<double>(accMin)),
+                          std::abs(static_cast<double>(accMax))) *
+                     m * 1.01 +
+                 std::abs(b) + 2;
+  return reach >= 0x1p30;
 }
 
 int64_t OneStepRequant::evalOnBytes(int64_t acc) const {
@@ -191,11 +195,7 @@ std::optional<OneStepRequant> baseOf(const Requant &r, int64_t accMin,
 /// (OneStepRequant::clamps).
 std::pair<bool, bool> clampsOf(const OneStepRequant &c, int64_t accMin,
                                int64_t accMax) {
-  double reach = std::max(std::abs(static_cast<double>(accMin)),
-                          std::abs(static_cast<double>(accMax))) *
-                     c.m * 1.01 +
-                 std::abs(c.b) + 2;
-  bool wide = reach >= 0x1p30;
+  bool wide = c.leavesI32(accMin, accMax);
   return {wide || c.lo + c.zp > c.typeLo, wide || c.hi + c.zp < c.typeHi};
 }
 

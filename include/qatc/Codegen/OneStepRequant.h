@@ -85,6 +85,9 @@ struct OneStepRequant {
   /// range, and no exception's accumulator rounds outside a clamp's bound.
   /// Then evalOnBytes equals eval there.
   bool clampsOnBytes(int64_t accMin, int64_t accMax) const;
+  /// Whether fma(acc, m, b) over [accMin, accMax] could leave the i32 range
+  /// (with a margin; vcvtps2dq makes INT_MIN of it).
+  bool leavesI32(int64_t accMin, int64_t accMax) const;
   /// The kernel's result with the clamps on the bytes:
   /// clamp(sat(rne(fma(float(acc), m, b)) + zp + delta), lo + zp, hi + zp).
   int64_t evalOnBytes(int64_t acc) const;
