@@ -41,6 +41,9 @@ struct Case {
   /// y = Relu(conv + r), r a second int8 input: ResNet's bottleneck ends,
   /// whose epilogue requantizes the conv, adds and requantizes again.
   bool residual = false;
+  /// y = conv * Sigmoid(conv) (SiLU), quantized: EfficientNet's expansion
+  /// layers, whose epilogue costs more than their products.
+  bool silu = false;
 };
 
 const Case kCases[] = {
@@ -52,6 +55,8 @@ const Case kCases[] = {
     {"int8/conv1x1_64to256_56", 64, 256, 56, 56, 1, 1, 1, true},
     {"int8/conv1x1_64to256_56_residual", 64, 256, 56, 56, 1, 1, 1, true, false,
      true},
+    {"int8/conv1x1_24to144_56_silu", 24, 144, 56, 56, 1, 1, 1, true, false,
+     false, true},
     {"int8/conv1x1_1024to256_14", 1024, 256, 14, 14, 1, 1, 1, true},
     {"int8/conv1x1_512to2048_7", 512, 2048, 7, 7, 1, 1, 1, true},
     {"int8/depthwise3x3_144_56", 144, 144, 56, 56, 3, 1, 144, true},
@@ -150,6 +155,10 @@ std::string onnxText(const Case &c) {
   if (c.residual) {
     os << "  cq = QuantizeLinear(c, cs, cz)\n  cd = DequantizeLinear(cq, cs, "
           "cz)\n  sum = Add(cd, rd)\n  act = Relu(sum)\n";
+    out = "act";
+  }
+  if (c.silu) {
+    os << "  sig = Sigmoid(c)\n  act = Mul(c, sig)\n";
     out = "act";
   }
   if (c.int8)

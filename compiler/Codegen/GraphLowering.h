@@ -155,6 +155,8 @@ struct ChainProgram {
   std::vector<ChainStep> steps;
   int result = 0;
   std::string name; ///< "sigmoid+mul+quantize"
+  /// A step rounds more than once (Epilogue::chainApproximate).
+  bool approximate = false;
   /// The chain on `in` (scalars or 16-lane vectors); `channel(offset)` loads
   /// a per-channel constant.
   Value run(KB &k, ArrayRef<Value> in,

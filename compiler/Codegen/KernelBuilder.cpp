@@ -248,7 +248,8 @@ Value KB::quantize(Value y, float scale, int64_t zp, int64_t qmin,
 /// `y / scale` clamped to [lo, hi], then, when `yLo <= yHi`, y first clamped
 /// to [yLo, yHi] (an activation before the quantization).
 static Value clampedQuotient(KB &k, Value y, float scale, float lo, float hi,
-                             bool finite, float yLo, float yHi) {
+                             bool finite, float yLo, float yHi,
+                             bool approximate = false) {
   OpBuilder &b = k.b;
   Type t = y.getType();
   // A finite y needs no NaN handling in the clamp (nor the sign of a zero:
@@ -263,7 +264,7 @@ static Value clampedQuotient(KB &k, Value y, float scale, float lo, float hi,
   };
   const bool act = yLo <= yHi;
   std::optional<ExactQuotient> exact;
-  if (k.reciprocalDivision)
+  if (k.reciprocalDivision && !approximate)
     exact = ExactQuotient::make(scale, lo, hi, yLo, yHi);
   if (exact) {
     // y clamped to the quotients lo - 1/4 and hi + 1/4 (with the
@@ -283,7 +284,13 @@ static Value clampedQuotient(KB &k, Value y, float scale, float lo, float hi,
     lo = std::max(lo, yLo / scale);
     hi = std::min(hi, yHi / scale);
   }
-  Value q = b.create<arith::DivFOp>(k.loc, y, k.floatLike(t, scale));
+  // An approximate y (KB::quantizeWide) is multiplied by RN(1 / s): within
+  // an ulp of the quotient, as y is of its exact value.
+  Value q = approximate
+                ? b.create<arith::MulFOp>(k.loc, y, k.floatLike(t, 1.f / scale))
+                      .getResult()
+                : b.create<arith::DivFOp>(k.loc, y, k.floatLike(t, scale))
+                      .getResult();
   return clamp(q, lo, hi);
 }
 
@@ -294,9 +301,10 @@ Value KB::roundedQuotient(Value y, float scale, float lo, float hi,
 }
 
 Value KB::quantizeWide(Value y, float scale, int64_t zp, float lo, float hi,
-                       bool finite, float yLo, float yHi) {
+                       bool finite, float yLo, float yHi, bool approximate) {
   Type t = y.getType();
-  Value q = clampedQuotient(*this, y, scale, lo, hi, finite, yLo, yHi);
+  Value q =
+      clampedQuotient(*this, y, scale, lo, hi, finite, yLo, yHi, approximate);
   return b.create<arith::AddIOp>(loc, roundToI32(q), intLike(like(t, i32), zp));
 }
 
@@ -333,12 +341,15 @@ Value KB::quantize(Value y, float scale, int64_t zp, float lo, float hi,
   });
 }
 
-Value KB::exp(Value x) {
+Value KB::exp(Value x) { return expOf(x, /*negated=*/false); }
+
+Value KB::expOf(Value x, bool negated) {
   auto vt = dyn_cast<VectorType>(x.getType());
   if (!avx512 || (vt && vt.getNumElements() % 16))
-    return b.create<math::ExpOp>(loc, x);
+    return b.create<math::ExpOp>(
+        loc, negated ? b.create<arith::NegFOp>(loc, x).getResult() : x);
   if (!vt) {
-    Value lanes = exp(splat(x, 16));
+    Value lanes = expOf(splat(x, 16), negated);
     return b.create<vector::ExtractOp>(loc, lanes, ArrayRef<int64_t>{0});
   }
   int64_t n = vt.getNumElements();
@@ -346,21 +357,38 @@ Value KB::exp(Value x) {
   auto fma = [&](Value a, Value m, Value add) -> Value {
     return b.create<math::FmaOp>(loc, a, m, add);
   };
-  // Clamped so that n stays small (+-inf become 89 and -104, whose exp
-  // overflows to inf and underflows to 0); NaN passes through.
+  // The exponent e (x, or -x without computing it) clamped so that n stays
+  // small: +-inf become 89 and -104, whose exp overflows to inf and
+  // underflows to 0; NaN passes through. exp(-x) stops at 88 instead, where
+  // it is finite: 1 + exp(-x) then has a finite reciprocal (the sigmoid).
+  const float lo = -104.f, hi = negated ? 88.f : 89.f;
   Value xc = b.create<arith::MinimumFOp>(
-      loc, b.create<arith::MaximumFOp>(loc, x, c(-104.f)), c(89.f));
-  // x = k2 ln2 + r, |r| <= ln2 / 2, ln2 in two parts (Cody-Waite).
+      loc, b.create<arith::MaximumFOp>(loc, x, c(negated ? -hi : lo)),
+      c(negated ? -lo : hi));
+  // e = k2 ln2 + r, |r| <= ln2 / 2, ln2 in two parts (Cody-Waite). Negated,
+  // the same steps give s = -r exactly (RN is odd: each FMA is the negation
+  // of the unnegated one), so no instruction negates x.
+  const float log2e = 1.44269504088896341f, ln2hi = 0.693359375f,
+              ln2lo = -2.12194440e-4f;
   Value k2 = b.create<math::RoundEvenOp>(
-      loc, b.create<arith::MulFOp>(loc, xc, c(1.44269504088896341f)));
-  Value r = fma(k2, c(-0.693359375f), xc);
-  r = fma(k2, c(2.12194440e-4f), r);
-  // e^r = 1 + r + r^2 P(r) (Cephes expf).
-  Value p = c(1.9875691500e-4f);
-  for (float coef : {1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f,
-                     1.6666665459e-1f, 5.0000001201e-1f})
-    p = fma(p, r, c(coef));
-  Value y = fma(p, b.create<arith::MulFOp>(loc, r, r), r);
+      loc, b.create<arith::MulFOp>(loc, xc, c(negated ? -log2e : log2e)));
+  float sign = negated ? 1.f : -1.f;
+  Value r = fma(k2, c(sign * ln2hi), xc);
+  r = fma(k2, c(sign * ln2lo), r);
+  // e^r = 1 + r + r^2 P(r) (Cephes expf). At s = -r, P's odd powers change
+  // sign: Horner over s with those coefficients negated gives P(r) exactly,
+  // and 1 + r + r^2 P is 1 + (s^2 P - s), an FMA that subtracts.
+  const float coefs[] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f,
+                         4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f};
+  auto coef = [&](int i) { // the coefficient of r^(5 - i)
+    return c(negated && (5 - i) % 2 ? -coefs[i] : coefs[i]);
+  };
+  Value p = coef(0);
+  for (int i = 1; i < 6; ++i)
+    p = fma(p, r, coef(i));
+  Value rr = b.create<arith::MulFOp>(loc, r, r);
+  Value y =
+      fma(p, rr, negated ? b.create<arith::NegFOp>(loc, r).getResult() : r);
   y = b.create<arith::AddFOp>(loc, y, c(1.f));
   // y * 2^k2: vscalefps scales exactly, underflows gradually and overflows
   // to inf.
@@ -379,8 +407,10 @@ Value KB::exp(Value x) {
 Value KB::sigmoid(Value x) {
   Type t = x.getType();
   Value one = floatLike(t, 1.f);
-  Value d =
-      b.create<arith::AddFOp>(loc, one, exp(b.create<arith::NegFOp>(loc, x)));
+  // exp(-x) stops at e^88 on AVX-512 (expOf): d is finite, and so is the
+  // Newton step below (an infinite d would make it inf * 0). The sigmoid
+  // below x = -88, under 2^-126, is then 0 or that bound's.
+  Value d = b.create<arith::AddFOp>(loc, one, expOf(x, /*negated=*/true));
   auto vt = dyn_cast<VectorType>(t);
   if (!avx512 || !reciprocalDivision || (vt && vt.getNumElements() % 16))
     return b.create<arith::DivFOp>(loc, one, d);
@@ -389,9 +419,6 @@ Value KB::sigmoid(Value x) {
     Value lanes = sigmoid(splat(x, 16));
     return b.create<vector::ExtractOp>(loc, lanes, ArrayRef<int64_t>{0});
   }
-  // d in [1, 2^100] (an infinite d, x below -88, would make the Newton
-  // step inf * 0): the sigmoid is then below 2^-100 either way.
-  d = b.create<arith::MinimumFOp>(loc, d, floatLike(t, 0x1p100f));
   auto v16 = VectorType::get({16}, f32);
   auto mask = b.create<arith::ConstantIntOp>(loc, -1, 16);
   Value y0 = per16(d, [&](ArrayRef<Value> v) -> Value {
@@ -682,12 +709,25 @@ void qatc::codegen::emitEpilogue(KB &k, const Epilogue &ep,
   bool actJoins = lastClampJoins && ep.hasAct && !ep.hasResidual &&
                   !ep.hasPost && ep.actLo <= ep.actHi;
   bool postJoins = lastClampJoins && ep.hasPost && ep.postLo <= ep.postHi;
+  // Before and after a chain that rounds more than once, the reference's
+  // own roundings (a product, then a sum; a quotient) are no more exact
+  // than the chain: one FMA and a multiplication by the reciprocal, three
+  // fewer instructions per 16 outputs of a SiLU epilogue.
+  const bool approximate = ep.chain && ep.chainApproximate && k.avx512;
   if (!u) {
-    if (ep.multOff >= 0)
-      y = b.create<arith::MulFOp>(k.loc, y, channelVec(ep.multOff));
-    if (ep.scaleOff >= 0)
-      y = b.create<arith::MulFOp>(k.loc, y, channelVec(ep.scaleOff));
-    if (ep.biasOff >= 0)
+    SmallVector<int64_t, 2> factors;
+    for (int64_t off : {ep.multOff, ep.scaleOff})
+      if (off >= 0)
+        factors.push_back(off);
+    bool fmaBias = approximate && ep.biasOff >= 0 && !factors.empty();
+    for (size_t i = 0; i < factors.size(); ++i)
+      y = fmaBias && i + 1 == factors.size()
+              ? b.create<math::FmaOp>(k.loc, y, channelVec(factors[i]),
+                                      channelVec(ep.biasOff))
+                    .getResult()
+              : b.create<arith::MulFOp>(k.loc, y, channelVec(factors[i]))
+                    .getResult();
+    if (ep.biasOff >= 0 && !fmaBias)
       y = b.create<arith::AddFOp>(k.loc, y, channelVec(ep.biasOff));
     if (ep.hasAct && !actJoins)
       y = clamp(y, ep.actLo, ep.actHi);
@@ -741,7 +781,8 @@ void qatc::codegen::emitEpilogue(KB &k, const Epilogue &ep,
     // result may not be.
     bool finite = intAcc && !ep.chain;
     if (k.avx512 && parts >= 2) {
-      Value qi = k.quantizeWide(y, ep.outScale, ep.outZp, lo, hi, finite, a, z);
+      Value qi = k.quantizeWide(y, ep.outScale, ep.outZp, lo, hi, finite, a, z,
+                                approximate);
       storePacked(k, qi, ep.qmin < 0, outs, mask, /*clamped=*/true,
                   /*offset128=*/false, interleaved64);
       return;

@@ -137,9 +137,13 @@ public:
   /// to i32.
   mlir::Value roundToI32(mlir::Value q);
   /// The same as i32 (the stored value, zero point added), not narrowed.
+  /// `approximate`: y carries an error of an ulp or so already (a chain
+  /// with exp or sigmoid in it), so the quotient is a multiplication by
+  /// RN(1 / scale), within an ulp of the division, rather than the division
+  /// or its exact three-instruction form.
   mlir::Value quantizeWide(mlir::Value y, float scale, int64_t zp, float lo,
                            float hi, bool finite = false, float yLo = 1.f,
-                           float yHi = 0.f);
+                           float yHi = 0.f, bool approximate = false);
   /// `y / scale` clamped to [lo, hi] and rounded half to even, as f32: the
   /// stored value minus its zero point, for a quantize-dequantize round trip
   /// that needs no integer (one vrndscaleps, not vcvtps2dq, the zero point
@@ -153,6 +157,9 @@ public:
   /// code, so a map's remainder agrees with its vector body); elsewhere
   /// math.exp.
   mlir::Value exp(mlir::Value x);
+  /// exp(x), or exp(-x) when `negated` (on AVX-512 with no instruction for
+  /// the negation, and the exponent stopping at 88, where exp is finite).
+  mlir::Value expOf(mlir::Value x, bool negated);
   /// 1 / (1 + exp(-x)) of f32 `x` (a scalar or a vector). With
   /// `reciprocalDivision` on AVX-512 the reciprocal is vrcp14ps and a Newton
   /// step (within an ulp; four instructions where vdivps issues one every
@@ -223,6 +230,11 @@ struct Epilogue {
       chain;
   std::string chainName; ///< appended to the kernel's name
   int64_t chainChannelBase = 0;
+  /// The chain has a step that rounds more than once (exp, sigmoid, tanh,
+  /// erf, log): its result is within ulps of the reference's, not equal to
+  /// it, so on AVX-512 the requantization before it is one FMA and the
+  /// quotient after it a multiplication (emitEpilogue).
+  bool chainApproximate = false;
   float outScale = 1;
   int64_t outZp = 0, qmin = 0, qmax = 255; ///< stored domain
 

@@ -352,6 +352,10 @@ ChainProgram GraphLowering::chainProgram(const Chain &c, Value seed,
     }
     ChainStep step;
     step.fn = *elementwiseBody(op);
+    // Our polynomial exp and sigmoid, and MLIR's expansions of the others.
+    p.approximate |=
+        isa<onnx::SigmoidOp, onnx::ExpOp, onnx::EluOp, onnx::SoftplusOp,
+            onnx::ErfOp, onnx::TanhOp, onnx::LogOp>(op);
     for (Value x : op->getOperands()) {
       ChainArg a;
       if (slot.count(x)) {
@@ -411,6 +415,7 @@ int GraphLowering::epilogueOutput(
   int o = resultTensor(c->exit, layout(c->exit));
   fillEpilogueOut(ep, tensors[o]);
   ep.chainName = " +" + program->name;
+  ep.chainApproximate = program->approximate;
   ep.chain = [program](KB &k, Value y,
                        llvm::function_ref<Value(int64_t)> channels) {
     return program->run(k, {y}, channels);

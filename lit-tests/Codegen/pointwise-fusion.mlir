@@ -13,8 +13,16 @@
 // CHECK-SAME: qatc.kernel = "vnni-conv {{[0-9]+}}x{{[0-9]+}} +sigmoid+mul+quantize"
 // The epilogue computes 4 pixels' 16 channels at once (64 lanes); exp is
 // the AVX-512 polynomial with vscalefps.
+// Around a chain that rounds more than once (exp, sigmoid), the
+// requantization is one FMA and the quotient by the output scale 0.1 a
+// multiplication by 10.
+// CHECK: %[[ACC:.*]] = arith.sitofp {{.*}} : vector<64xi32> to vector<64xf32>
+// CHECK: math.fma %[[ACC]], {{.*}} : vector<64xf32>
 // CHECK: math.roundeven {{.*}} : vector<64xf32>
 // CHECK: llvm.x86.avx512.mask.scalef.ps.512
+// CHECK: %[[TEN:.*]] = arith.constant dense<1.000000e+01> : vector<64xf32>
+// CHECK-NEXT: arith.mulf {{.*}}, %[[TEN]] : vector<64xf32>
+// CHECK: llvm.x86.avx512.mask.cvtps2dq.512
 // CHECK: func.func @qatc_layer_2(
 // CHECK-SAME: qatc.kernel = "vnni-conv {{[0-9]+}}x{{[0-9]+}}"}
 // CHECK: func.func @qatc_layer_3(
