@@ -2,7 +2,8 @@
 // a kernel row's taps are adjacent pixels that hold exactly the K steps, a
 // row whose taps all lie inside the image is one loop of KW * K steps; a
 // row reaching into the padding keeps the loop per tap, which reads the
-// padding row.
+// padding row. Weights of 1 MB or more: each K step prefetches a line of
+// the next channel block's weights into L2 (none in the small cases).
 //
 // RUN: qatc-opt %s --split-input-file --qat-lower --qat-layer-functions=target-cpu=avx512vnni | FileCheck %s
 
@@ -21,6 +22,8 @@
 // CHECK: %[[STEPS:.*]] = arith.constant 3 : i64
 // CHECK: scf.for %{{.*}} = %{{.*}} to %[[STEPS]]
 // CHECK: vector.fma
+// CHECK-NOT: llvm.intr.prefetch
+// CHECK: func.func @qatc_layer_2(
 func.func @main(%x: tensor<1x3x16x16xf32>) -> tensor<1x8x8x8xf32> {
   %w = onnx.Constant dense<0.25> : tensor<8x3x7x7xf32>
   %b = onnx.Constant dense<0.5> : tensor<8xf32>
@@ -35,10 +38,30 @@ func.func @main(%x: tensor<1x3x16x16xf32>) -> tensor<1x8x8x8xf32> {
 // CHECK-LABEL: func.func @qatc_layer_1(
 // CHECK-SAME: qatc.kernel = "fp32-fma-conv 16x16"
 // CHECK-NOT: scf.if
+// CHECK-NOT: llvm.intr.prefetch
 // CHECK: func.func @qatc_layer_2(
 func.func @main(%x: tensor<1x16x8x8xf32>) -> tensor<1x16x8x8xf32> {
   %w = onnx.Constant dense<0.25> : tensor<16x16x3x3xf32>
   %b = onnx.Constant dense<0.5> : tensor<16xf32>
   %c = onnx.Conv(%x, %w, %b) {kernel_shape = array<i64: 3, 3>, strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>} : (tensor<1x16x8x8xf32>, tensor<16x16x3x3xf32>, tensor<16xf32>) -> tensor<1x16x8x8xf32> loc("conv16")
   return %c : tensor<1x16x8x8xf32>
+}
+
+// -----
+
+// 256 -> 128 channels 3x3: 1.2 MB of weights in two blocks of 64 channels,
+// three tiles of 6 pixels. Each tile prefetches its third of the next
+// block (clamped to the last), one line per K step, into L2 (hint 2).
+// CHECK-LABEL: func.func @qatc_layer_1(
+// CHECK-SAME: qatc.kernel = "fp32-fma-conv 6x64"
+// CHECK: arith.minsi
+// CHECK: scf.for
+// CHECK: "llvm.intr.prefetch"(%{{.*}}) <{cache = 1 : i32, hint = 2 : i32, rw = 0 : i32}>
+// CHECK: vector.fma
+// CHECK: func.func @qatc_layer_2(
+func.func @main(%x: tensor<1x256x4x4xf32>) -> tensor<1x128x4x4xf32> {
+  %w = onnx.Constant dense<0.25> : tensor<128x256x3x3xf32>
+  %b = onnx.Constant dense<0.5> : tensor<128xf32>
+  %c = onnx.Conv(%x, %w, %b) {kernel_shape = array<i64: 3, 3>, strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>} : (tensor<1x256x4x4xf32>, tensor<128x256x3x3xf32>, tensor<128xf32>) -> tensor<1x128x4x4xf32> loc("conv256")
+  return %c : tensor<1x128x4x4xf32>
 }
