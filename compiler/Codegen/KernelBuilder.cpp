@@ -871,7 +871,7 @@ void qatc::codegen::emitDenseConv(KB &k, Isa isa, const DenseConvSpec &s) {
   // over this block's tiles. ResNet-18 fp32, layer4 (9.4 MB per 3x3 layer):
   // 9.1 -> 7.3 ms for its five convolutions, the fastest of 14 alternating
   // runs (Xeon family 6 model 207).
-  const int64_t steps = s.KH * s.KW * KS;
+  const int64_t tileSteps = s.KH * s.KW * KS;
   const bool prefetchNext = !s.packedInArena && blocks >= 2 && tiles >= 2 &&
                             blocks * blockBytes >= (1 << 20);
   // The work of output block `blk` (NB channels) over tile `t` (MR pixels).
@@ -888,7 +888,7 @@ void qatc::codegen::emitDenseConv(KB &k, Isa isa, const DenseConvSpec &s) {
     Value pfTile, pfStride;
     if (prefetchNext) {
       Value part = k.div(k.c(blockBytes), shares);
-      pfStride = k.div(k.add(part, k.c(steps - 1)), k.c(steps));
+      pfStride = k.div(k.add(part, k.c(tileSteps - 1)), k.c(tileSteps));
       pfTile = k.gep(packedAt(s.weightOff,
                               k.b.create<arith::MinSIOp>(
                                   k.loc, k.add(blk, k.c(1)), k.c(blocks - 1)),
