@@ -874,9 +874,18 @@ void qatc::codegen::emitDenseConv(KB &k, Isa isa, const DenseConvSpec &s) {
   const int64_t tileSteps = s.KH * s.KW * KS;
   const bool prefetchNext = !s.packedInArena && blocks >= 2 && tiles >= 2 &&
                             blocks * blockBytes >= (1 << 20);
-  // The work of output block `blk` (NB channels) over tile `t` (MR pixels).
-  // `share` of `shares`: this tile's part of the next block to prefetch.
-  auto work = [&](Value blk, Value t, Value share, Value shares) {
+  // Each tile's part of the next block and the prefetch step through it,
+  // for `shares` tiles per block (set once, before the tile loops).
+  Value pfPart, pfStride;
+  auto planPrefetch = [&](Value shares) {
+    if (!prefetchNext)
+      return;
+    pfPart = k.div(k.c(blockBytes), shares);
+    pfStride = k.div(k.add(pfPart, k.c(tileSteps - 1)), k.c(tileSteps));
+  };
+  // The work of output block `blk` (NB channels) over tile `t` (MR pixels);
+  // the tile prefetches part `share` of the next block.
+  auto work = [&](Value blk, Value t, Value share) {
     Value p0 = k.mul(t, k.c(s.MR));
     Value c0 = k.mul(blk, k.c(NB));
     // Packed weights and zero-point terms: constants, or packed at run time.
@@ -885,16 +894,13 @@ void qatc::codegen::emitDenseConv(KB &k, Isa isa, const DenseConvSpec &s) {
     };
     Value wBlk = packedAt(s.weightOff, blk, blockBytes);
     Value padRow = k.gep(k.weights, s.padRowOff);
-    Value pfTile, pfStride;
-    if (prefetchNext) {
-      Value part = k.div(k.c(blockBytes), shares);
-      pfStride = k.div(k.add(part, k.c(tileSteps - 1)), k.c(tileSteps));
+    Value pfTile;
+    if (prefetchNext)
       pfTile = k.gep(packedAt(s.weightOff,
                               k.b.create<arith::MinSIOp>(
                                   k.loc, k.add(blk, k.c(1)), k.c(blocks - 1)),
                               blockBytes),
-                     k.mul(share, part));
-    }
+                     k.mul(share, pfPart));
 
     auto tile = [&](int64_t mr) {
       // Each pixel's image, first input row and column.
@@ -1013,18 +1019,17 @@ void qatc::codegen::emitDenseConv(KB &k, Isa isa, const DenseConvSpec &s) {
     // Each thread a range of pixels, every block over it (the blocks
     // outermost, so a block's weights stay cached across the range).
     auto [begin, end] = k.share(tiles);
+    planPrefetch(k.b.create<arith::MaxSIOp>(k.loc, k.sub(end, begin), k.c(1)));
     k.loop(k.c(0), k.c(blocks), 1, [&](Value blk) {
-      Value shares =
-          k.b.create<arith::MaxSIOp>(k.loc, k.sub(end, begin), k.c(1));
-      k.loop(begin, end, 1,
-             [&](Value t) { work(blk, t, k.sub(t, begin), shares); });
+      k.loop(begin, end, 1, [&](Value t) { work(blk, t, k.sub(t, begin)); });
     });
     return;
   }
   auto [begin, end] = k.share(blocks * tiles);
+  planPrefetch(k.c(tiles));
   k.loop(begin, end, 1, [&](Value idx) {
     Value t = k.rem(idx, k.c(tiles));
-    work(k.div(idx, k.c(tiles)), t, t, k.c(tiles));
+    work(k.div(idx, k.c(tiles)), t, t);
   });
 }
 

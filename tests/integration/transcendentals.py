@@ -94,8 +94,8 @@ def reference(op, x):
 
 
 def ulp_errors(op, x, got):
-    """(NaN mismatches, worst ulp error, where the worst is, elements over
-    the op's bound)."""
+    """(NaN or infinity mismatches, worst ulp error, the x where it is,
+    elements over their bound, the op's bound)."""
     if op == "SiLU":
         keep = x != -np.inf
         x, got = x[keep], got[keep]
