@@ -233,7 +233,11 @@ void qatc::codegen::emitAmxConv(KB &k, const AmxSpec &s) {
   // block i's epilogue (two accumulator buffers) measured no faster here
   // (Xeon, family 6 model 207: conv1x1_64to256_56 195 against 202 us at
   // best), though a microbenchmark overlaps tdpbusd with FMAs.
-  auto [begin, end] = k.share(s.rowBlocks() * colBlocks);
+  // Shared by pixels, not blocks: a partial last row block weighs its rows
+  // (on a grid, its rows whether pixels or not).
+  const int64_t rows = 16 * MT, lastRows = s.M - (s.rowBlocks() - 1) * rows;
+  auto [begin, end] =
+      k.share(s.rowBlocks() * colBlocks, rows, colBlocks, lastRows);
   k.loop(begin, end, 1, [&](Value idx) {
     // Row blocks outside, channel blocks inside: a thread's A rows stay in
     // L1 while the weights stream from L2.

@@ -205,6 +205,26 @@ std::pair<Value, Value> KB::share(int64_t total) {
   return {begin, end};
 }
 
+std::pair<Value, Value> KB::share(int64_t total, int64_t weight,
+                                  int64_t lastCount, int64_t lastWeight) {
+  if (lastCount == 0 || lastWeight == weight)
+    return share(total);
+  const int64_t full = total - lastCount, fullWeight = full * weight;
+  const int64_t sum = fullWeight + lastCount * lastWeight;
+  // The first item of thread t's share: where the weight before it is
+  // nearest t / threads of the sum.
+  auto first = [&](Value t) {
+    Value target = div(mul(t, c(sum)), nthreads);
+    Value inFull = div(add(target, c(weight / 2)), c(weight));
+    Value inLast =
+        add(c(full), div(add(sub(target, c(fullWeight)), c(lastWeight / 2)),
+                         c(lastWeight)));
+    Value item = select(lt(target, c(fullWeight)), inFull, inLast);
+    return b.create<arith::MinSIOp>(loc, item, c(total)).getResult();
+  };
+  return {first(tid), first(add(tid, c(1)))};
+}
+
 Value KB::at(int64_t offset, Value index, int64_t elemBytes) {
   return gep(arena, add(c(offset), mul(index, c(elemBytes))));
 }

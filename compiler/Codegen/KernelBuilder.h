@@ -108,6 +108,13 @@ public:
            body);
   /// This thread's share [begin, end) of `total` work items.
   std::pair<mlir::Value, mlir::Value> share(int64_t total);
+  /// This thread's share [begin, end) of `total` work items in order, each
+  /// of weight `weight` but the last `lastCount` of weight `lastWeight`:
+  /// equal weights (to an item), not equal counts. For blocks of pixels
+  /// whose last block is partial: shared by count, a 14x14 map in blocks of
+  /// 32 pixels gave one thread 112 pixels and the other 84.
+  std::pair<mlir::Value, mlir::Value>
+  share(int64_t total, int64_t weight, int64_t lastCount, int64_t lastWeight);
 
   /// The arena address of element `index` of `elemBytes` bytes of the
   /// tensor at arena offset `offset`.

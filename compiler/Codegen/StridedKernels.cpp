@@ -133,13 +133,51 @@ void walkOuter(KB &k, const Nest &n, int64_t chunks,
   });
 }
 
+/// How a nest's innermost dimension is cut for the threads: `pieces` runs
+/// of `length` elements (the last one shorter). Where the outer iterations
+/// are few (a dense elementwise map normalizes to a single dimension), they
+/// alone would give every element to one thread: `share` hands the only
+/// item to the last. The runs are multiples of 64 elements, so threads
+/// write whole cache lines of int8 and f32 results, and they follow the
+/// memory order, so each thread gets the pixels the layers around it give
+/// it (ShuffleNetV2 on 2 threads: thread 1 quantized every tensor, then
+/// each core read the other's halves).
+struct InnerSplit {
+  int64_t pieces = 1, length = 0;
+
+  InnerSplit(const Nest &n) {
+    int64_t outer = 1;
+    for (size_t d = 0; d + 1 < n.shape.size(); ++d)
+      outer *= n.shape[d];
+    length = n.shape.back();
+    constexpr int64_t items = 16, minRun = 256, align = 64;
+    if (outer >= items || length < 2 * minRun)
+      return;
+    int64_t want = std::min((items + outer - 1) / outer, length / minRun);
+    length = ((length + want - 1) / want + align - 1) / align * align;
+    pieces = (n.shape.back() + length - 1) / length;
+  }
+
+  /// This piece's range [lo, hi) of the innermost index, hi at most `end`.
+  std::pair<Value, Value> range(KB &k, Value piece, int64_t end) const {
+    if (pieces == 1)
+      return {k.c(0), k.c(end)};
+    Value lo = k.mul(piece, k.c(length));
+    return {lo, k.b.create<arith::MinSIOp>(k.loc, k.add(lo, k.c(length)),
+                                           k.c(end))};
+  }
+};
+
 /// Runs `body(index of operand o)` over the nest: threads share the outer
-/// iterations, the innermost is a plain counted loop.
+/// iterations (and pieces of the innermost, InnerSplit), the innermost is a
+/// plain counted loop.
 void walk(KB &k, const Nest &n,
           llvm::function_ref<void(ArrayRef<Value>)> body) {
   size_t rank = n.shape.size(), count = n.strides.size();
-  walkOuter(k, n, 1, [&](ArrayRef<Value> base, Value) {
-    k.loop(k.c(0), k.c(n.shape[rank - 1]), 1, [&](Value j) {
+  InnerSplit split(n);
+  walkOuter(k, n, split.pieces, [&](ArrayRef<Value> base, Value piece) {
+    auto [lo, hi] = split.range(k, piece, n.shape[rank - 1]);
+    k.loop(lo, hi, 1, [&](Value j) {
       SmallVector<Value> index;
       for (size_t o = 0; o < count; ++o)
         index.push_back(
@@ -165,12 +203,16 @@ void emitLaneMap(KB &k, const StridedMap &m, const Nest &n, const ElementFn &fn,
   auto opAt = [&](size_t o) -> const StridedOperand & {
     return o == 0 ? m.out : m.ins[o - 1];
   };
-  walkOuter(k, n, 1, [&](ArrayRef<Value> base, Value) {
+  InnerSplit split(n);
+  walkOuter(k, n, split.pieces, [&](ArrayRef<Value> base, Value piece) {
     auto indexAt = [&](size_t o, Value j) {
       int64_t st = n.strides[o][rank - 1];
       return st ? k.add(base[o], k.mul(j, k.c(st))) : base[o];
     };
-    k.loop(k.c(0), k.c(full), lanes, [&](Value j) {
+    // Pieces are whole vectors (multiples of 64): the remainder after
+    // `full` is the last piece's.
+    auto [lo, hi] = split.range(k, piece, full);
+    k.loop(lo, hi, lanes, [&](Value j) {
       SmallVector<Value> loaded;
       for (size_t o = 1; o < count; ++o) {
         const StridedOperand &op = opAt(o);
@@ -239,7 +281,11 @@ void emitLaneMap(KB &k, const StridedMap &m, const Nest &n, const ElementFn &fn,
         k.store(k.b.create<vector::ExtractOp>(k.loc, y, l),
                 address(k, m.out, k.add(first, k.c(l * st))));
     });
-    k.loop(k.c(full), k.c(len), 1, [&](Value j) {
+    Value rest =
+        split.pieces == 1
+            ? k.c(full)
+            : k.select(k.lt(piece, k.c(split.pieces - 1)), k.c(len), k.c(full));
+    k.loop(rest, k.c(len), 1, [&](Value j) {
       SmallVector<Value> index;
       for (size_t o = 0; o < count; ++o)
         index.push_back(indexAt(o, j));

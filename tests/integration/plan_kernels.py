@@ -463,6 +463,9 @@ CASES = {
     "global_avgpool_parts4": lambda b: global_pool_case(b, (2, 40, 20, 20)),
     "global_avgpool_parts2": lambda b: global_pool_case(b, (1, 24, 26, 27)),
     "add_quantized_constant": lambda b: add_constant_case(b, (2, 5, 3, 4)),
+    # A dense map is one loop of 3059 elements: threads take runs of it
+    # (multiples of 64), the last run with the 3 past the last vector.
+    "add_quantized_constant_runs": lambda b: add_constant_case(b, (1, 7, 19, 23)),
     "layernorm_last_axis": lambda b: layernorm_case(b, (1, 5, 19), -1),
     "layernorm_two_axes": lambda b: layernorm_case(b, (2, 3, 4, 5), 2),
     # Products of two activations through the packed dense kernel.

@@ -1,0 +1,59 @@
+// Tests of how threads share a layer's work (KB::share, InnerSplit in
+// StridedKernels.cpp). A dense elementwise map is one loop of all its
+// elements: the threads share 10 runs of 320 elements (multiples of 64,
+// so no two threads write one cache line), the last run also doing the 3
+// elements past the last whole vector. An AMX convolution over 36 pixels
+// has row blocks of 32 and 4 pixels: the threads share 72 pixel-weights of
+// work (2 x 32 + 2 x 4 over its two channel blocks), not 4 blocks by count.
+//
+// RUN: qatc-opt %s --split-input-file --qat-lower --qat-layer-functions=target-cpu=amx | FileCheck %s
+
+// CHECK-LABEL: func.func @qatc_layer_0(
+// CHECK-SAME: qatc.kernel = "quantize"
+// CHECK: %[[PIECES:.*]] = arith.constant 10 : i64
+// CHECK: arith.muli %arg2, %[[PIECES]]
+// CHECK: scf.for %[[I:.*]] = %{{.*}} to %{{.*}} step
+// CHECK: %[[PIECE:.*]] = arith.remui %[[I]], %{{.*}}
+// CHECK: %[[LEN:.*]] = arith.constant 320 : i64
+// CHECK: %[[LO:.*]] = arith.muli %[[PIECE]], %[[LEN]]
+// CHECK: %[[FULL:.*]] = arith.constant 3056 : i64
+// CHECK: %[[HI:.*]] = arith.minsi %{{.*}}, %[[FULL]]
+// CHECK: scf.for %{{.*}} = %[[LO]] to %[[HI]] step %c16_i64
+// CHECK: %[[LAST:.*]] = arith.cmpi ult, %[[PIECE]], %c9_i64
+// CHECK: %[[REST:.*]] = arith.select %[[LAST]], %c3059_i64, %{{.*}}
+// CHECK: scf.for %{{.*}} = %[[REST]] to %c3059_i64{{.*}} step %c1_i64
+// CHECK: func.func @qatc_layer_1(
+func.func @main(%x: tensor<1x3059xf32>) -> tensor<1x3059xf32> {
+  %s = onnx.Constant dense<0.05> : tensor<f32>
+  %z = onnx.Constant dense<0> : tensor<ui8>
+  %q = onnx.QuantizeLinear(%x, %s, %z) : (tensor<1x3059xf32>, tensor<f32>, tensor<ui8>) -> tensor<1x3059xui8>
+  %dq = onnx.DequantizeLinear(%q, %s, %z) : (tensor<1x3059xui8>, tensor<f32>, tensor<ui8>) -> tensor<1x3059xf32>
+  return %dq : tensor<1x3059xf32>
+}
+
+// -----
+
+// CHECK: func.func @qatc_layer_1(
+// CHECK-SAME: qatc.kernel = "amx-conv 32x32 1x1 k-tiles (in place)"
+// CHECK: %[[SUM:.*]] = arith.constant 72 : i64
+// CHECK: %[[T:.*]] = arith.muli %arg2, %[[SUM]]
+// CHECK: %[[TARGET:.*]] = arith.divui %[[T]], %arg3
+// CHECK: arith.cmpi ult, %[[TARGET]], %c64_i64
+// CHECK: %[[FIRST:.*]] = arith.minsi %{{.*}}, %c4_i64
+// CHECK: scf.for %{{.*}} = %[[FIRST]] to
+// CHECK: func.func @qatc_layer_2(
+func.func @main(%x: tensor<1x64x6x6xf32>) -> tensor<1x48x6x6xf32> {
+  %s = onnx.Constant dense<0.05> : tensor<f32>
+  %z = onnx.Constant dense<0> : tensor<i8>
+  %so = onnx.Constant dense<0.1> : tensor<f32>
+  %ws = onnx.Constant dense<0.01> : tensor<48xf32>
+  %wz = onnx.Constant dense<0> : tensor<48xi8>
+  %wq = onnx.Constant dense<3> : tensor<48x64x1x1xi8>
+  %q = onnx.QuantizeLinear(%x, %s, %z) : (tensor<1x64x6x6xf32>, tensor<f32>, tensor<i8>) -> tensor<1x64x6x6xi8>
+  %dq = onnx.DequantizeLinear(%q, %s, %z) : (tensor<1x64x6x6xi8>, tensor<f32>, tensor<i8>) -> tensor<1x64x6x6xf32>
+  %w = onnx.DequantizeLinear(%wq, %ws, %wz) {axis = 0 : i64} : (tensor<48x64x1x1xi8>, tensor<48xf32>, tensor<48xi8>) -> tensor<48x64x1x1xf32>
+  %c = onnx.Conv(%dq, %w) {kernel_shape = array<i64: 1, 1>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : (tensor<1x64x6x6xf32>, tensor<48x64x1x1xf32>) -> tensor<1x48x6x6xf32>
+  %q2 = onnx.QuantizeLinear(%c, %so, %z) : (tensor<1x48x6x6xf32>, tensor<f32>, tensor<i8>) -> tensor<1x48x6x6xi8>
+  %y = onnx.DequantizeLinear(%q2, %so, %z) : (tensor<1x48x6x6xi8>, tensor<f32>, tensor<i8>) -> tensor<1x48x6x6xf32>
+  return %y : tensor<1x48x6x6xf32>
+}
