@@ -77,7 +77,26 @@ LogicalResult GraphLowering::lowerMap(Operation *op, std::vector<Src> ins,
            << op->getName().stripDialect()
            << " on f32 and int8 data; this one computes on integers";
   auto shape = cast<RankedTensorType>(res.getType()).getShape();
-  int o = resultTensor(res, layoutFor(shape));
+  // A map over plain tensors of its own shape, read only by matrix
+  // products (which read plain rows), writes plain data: attention's
+  // softmax [1, heads, seq, seq] quantized to NHWC was a transpose there and
+  // another back for the product. (A quantized NCHW image stays the NHWC
+  // write its convolution reads.)
+  plan::Layout layout = layoutFor(shape);
+  bool plainIns = false;
+  for (const Src &s : ins) {
+    if (s.tensor < 0 || llvm::ArrayRef(tensors[s.tensor].desc.shape) != shape)
+      continue;
+    plainIns = tensors[s.tensor].desc.layout == plan::Layout::Plain;
+    if (!plainIns)
+      break;
+  }
+  bool products = !res.use_empty() && llvm::all_of(res.getUsers(), [](auto *u) {
+    return isa<qat::MatMulOp, onnx::MatMulOp, onnx::GemmOp>(u);
+  });
+  if (plainIns && products)
+    layout = plan::Layout::Plain;
+  int o = resultTensor(res, layout);
   std::optional<std::pair<float, float>> act;
   if (!tensors[o].int8)
     act = foldActivation(res, o);

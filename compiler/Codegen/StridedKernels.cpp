@@ -137,20 +137,21 @@ void walkOuter(KB &k, const Nest &n, int64_t chunks,
 /// of `length` elements (the last one shorter). Where the outer iterations
 /// are few (a dense elementwise map normalizes to a single dimension), they
 /// alone would give every element to one thread: `share` hands the only
-/// item to the last. The runs are multiples of 64 elements, so threads
-/// write whole cache lines of int8 and f32 results, and they follow the
-/// memory order, so each thread gets the pixels the layers around it give
-/// it (ShuffleNetV2 on 2 threads: thread 1 quantized every tensor, then
-/// each core read the other's halves).
+/// item to the last. The runs are multiples of `align` elements (64: whole
+/// cache lines of int8 and f32 results per thread), at least `minRun`
+/// long, and follow the memory order, so each thread gets the pixels the
+/// layers around it give it (ShuffleNetV2 on 2 threads: thread 1 quantized
+/// every tensor, then each core read the other's halves).
 struct InnerSplit {
   int64_t pieces = 1, length = 0;
 
-  InnerSplit(const Nest &n) {
+  InnerSplit(const Nest &n, int64_t minRun = 256, int64_t align = 64) {
     int64_t outer = 1;
     for (size_t d = 0; d + 1 < n.shape.size(); ++d)
       outer *= n.shape[d];
     length = n.shape.back();
-    constexpr int64_t items = 16, minRun = 256, align = 64;
+    constexpr int64_t items = 16;
+    minRun = std::max<int64_t>(minRun, align);
     if (outer >= items || length < 2 * minRun)
       return;
     int64_t want = std::min((items + outer - 1) / outer, length / minRun);
@@ -169,12 +170,11 @@ struct InnerSplit {
 };
 
 /// Runs `body(index of operand o)` over the nest: threads share the outer
-/// iterations (and pieces of the innermost, InnerSplit), the innermost is a
+/// iterations (and pieces of the innermost, `split`), the innermost is a
 /// plain counted loop.
-void walk(KB &k, const Nest &n,
+void walk(KB &k, const Nest &n, const InnerSplit &split,
           llvm::function_ref<void(ArrayRef<Value>)> body) {
   size_t rank = n.shape.size(), count = n.strides.size();
-  InnerSplit split(n);
   walkOuter(k, n, split.pieces, [&](ArrayRef<Value> base, Value piece) {
     auto [lo, hi] = split.range(k, piece, n.shape[rank - 1]);
     k.loop(lo, hi, 1, [&](Value j) {
@@ -316,7 +316,7 @@ void qatc::codegen::emitStridedMap(KB &k, const StridedMap &m,
   };
   if (lanesOk)
     return emitLaneMap(k, m, n, fn ? fn : copy, element);
-  walk(k, n, element);
+  walk(k, n, InnerSplit(n), element);
 }
 
 namespace {
@@ -395,7 +395,10 @@ void qatc::codegen::emitStridedReduce(KB &k, const StridedReduce &r,
     return;
   int64_t total = std::accumulate(rn.shape.begin(), rn.shape.end(), int64_t(1),
                                   std::multiplies<int64_t>());
-  walk(k, n, [&](ArrayRef<Value> index) {
+  // Each result reads `total` elements: runs of 16 results (a line of f32)
+  // are worth sharing from 256 elements read.
+  InnerSplit split(n, 256 / std::max<int64_t>(1, total), 16);
+  walk(k, n, split, [&](ArrayRef<Value> index) {
     SmallVector<Value> acc =
         k.loop(k.c(0), k.c(total), 1, ValueRange{k.cf(r.init)},
                [&](Value t, ValueRange a) -> SmallVector<Value> {

@@ -2,7 +2,8 @@
 // right-hand side is packed at run time (through its strides: the
 // transpose is no separate copy) and the dense kernel runs per batch; the
 // scale after Q.K^T runs in its epilogue. An int8 right-hand side whose
-// zero point leaves s8 keeps the scalar loop.
+// zero point leaves s8 keeps the scalar loop. A softmax quantized for a
+// product stays in its plain layout (no NHWC copy and no conversion back).
 //
 // RUN: qatc-opt %s --split-input-file --qat-lower --qat-layer-functions=target-cpu=avx512vnni | FileCheck %s
 
@@ -54,4 +55,30 @@ func.func @zero_point(%a: tensor<2x8x12xf32>, %b: tensor<2x12x20xf32>) -> tensor
   %db = onnx.DequantizeLinear(%qb, %s, %zu) : (tensor<2x12x20xui8>, tensor<f32>, tensor<ui8>) -> tensor<2x12x20xf32>
   %y = onnx.MatMul(%da, %db) : (tensor<2x8x12xf32>, tensor<2x12x20xf32>) -> tensor<2x8x20xf32>
   return %y : tensor<2x8x20xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @qatc_layer_0(
+// CHECK-SAME: qatc.kernel = "fp32-softmax"
+// CHECK: func.func @qatc_layer_1(
+// CHECK-SAME: qatc.kernel = "quantize"
+// CHECK: func.func @qatc_layer_2(
+// CHECK-SAME: qatc.kernel = "quantize"
+// CHECK: func.func @qatc_layer_3(
+// CHECK-SAME: qatc.kernel = "pack-int8-rhs"
+// CHECK: func.func @qatc_layer_4(
+// CHECK-SAME: qatc.kernel = "vnni-batched-matmul
+// CHECK-NOT: func.func @qatc_layer_5(
+func.func @main(%x: tensor<1x2x8x8xf32>, %v: tensor<1x2x8x8xf32>) -> tensor<1x2x8x8xf32> {
+  %s = onnx.Constant dense<0.05> : tensor<f32>
+  %z = onnx.Constant dense<0> : tensor<i8>
+  %sp = onnx.Constant dense<0.0078125> : tensor<f32>
+  %p = onnx.Softmax(%x) {axis = -1 : i64} : (tensor<1x2x8x8xf32>) -> tensor<1x2x8x8xf32>
+  %qp = onnx.QuantizeLinear(%p, %sp, %z) : (tensor<1x2x8x8xf32>, tensor<f32>, tensor<i8>) -> tensor<1x2x8x8xi8>
+  %dp = onnx.DequantizeLinear(%qp, %sp, %z) : (tensor<1x2x8x8xi8>, tensor<f32>, tensor<i8>) -> tensor<1x2x8x8xf32>
+  %qv = onnx.QuantizeLinear(%v, %s, %z) : (tensor<1x2x8x8xf32>, tensor<f32>, tensor<i8>) -> tensor<1x2x8x8xi8>
+  %dv = onnx.DequantizeLinear(%qv, %s, %z) : (tensor<1x2x8x8xi8>, tensor<f32>, tensor<i8>) -> tensor<1x2x8x8xf32>
+  %y = onnx.MatMul(%dp, %dv) : (tensor<1x2x8x8xf32>, tensor<1x2x8x8xf32>) -> tensor<1x2x8x8xf32>
+  return %y : tensor<1x2x8x8xf32>
 }

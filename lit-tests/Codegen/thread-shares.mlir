@@ -5,6 +5,8 @@
 // elements past the last whole vector. An AMX convolution over 36 pixels
 // has row blocks of 32 and 4 pixels: the threads share 72 pixel-weights of
 // work (2 x 32 + 2 x 4 over its two channel blocks), not 4 blocks by count.
+// A mean over the last axis of [1, 64, 128] (a layer norm's) is a loop of
+// 64 results of 128 reads each: 4 runs of 16 results.
 //
 // RUN: qatc-opt %s --split-input-file --qat-lower --qat-layer-functions=target-cpu=amx | FileCheck %s
 
@@ -56,4 +58,20 @@ func.func @main(%x: tensor<1x64x6x6xf32>) -> tensor<1x48x6x6xf32> {
   %q2 = onnx.QuantizeLinear(%c, %so, %z) : (tensor<1x48x6x6xf32>, tensor<f32>, tensor<i8>) -> tensor<1x48x6x6xi8>
   %y = onnx.DequantizeLinear(%q2, %so, %z) : (tensor<1x48x6x6xi8>, tensor<f32>, tensor<i8>) -> tensor<1x48x6x6xf32>
   return %y : tensor<1x48x6x6xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @qatc_layer_0(
+// CHECK-SAME: qatc.kernel = "fp32-mean"
+// CHECK: %[[PIECES:.*]] = arith.constant 4 : i64
+// CHECK: arith.muli %arg2, %[[PIECES]]
+// CHECK: scf.for %[[I:.*]] = %{{.*}} to %{{.*}} step
+// CHECK: %[[PIECE:.*]] = arith.remui %[[I]], %{{.*}}
+// CHECK: %[[LO:.*]] = arith.muli %[[PIECE]], %c16_i64
+// CHECK: %[[HI:.*]] = arith.minsi %{{.*}}, %c64_i64
+// CHECK: scf.for %{{.*}} = %[[LO]] to %[[HI]] step
+func.func @main(%x: tensor<1x64x128xf32>) -> tensor<1x64x1xf32> {
+  %m = onnx.ReduceMean(%x) {axes = array<i64: 2>, keepdims = 1 : i64} : (tensor<1x64x128xf32>) -> tensor<1x64x1xf32>
+  return %m : tensor<1x64x1xf32>
 }
