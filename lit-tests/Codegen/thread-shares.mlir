@@ -62,8 +62,7 @@ func.func @main(%x: tensor<1x64x6x6xf32>) -> tensor<1x48x6x6xf32> {
 
 // -----
 
-// CHECK-LABEL: func.func @qatc_layer_0(
-// CHECK-SAME: qatc.kernel = "fp32-mean"
+// CHECK: qatc.kernel = "fp32-mean"
 // CHECK: %[[PIECES:.*]] = arith.constant 4 : i64
 // CHECK: arith.muli %arg2, %[[PIECES]]
 // CHECK: scf.for %[[I:.*]] = %{{.*}} to %{{.*}} step
