@@ -187,6 +187,33 @@ func.func @quantize_moves_backward_across_reshapes(%x: tensor<1x2x4x4xf32>) -> t
 
 // -----
 
+// A channel split (ShuffleNetV2): the Q of the second half stays below its
+// Slice, whose input the first half's Slice reads too, and quantizes only
+// that half; a Slice of an input nothing else reads passes the Q back into
+// the Sigmoid's result.
+// CHECK-LABEL: func.func @quantize_stays_below_a_partial_slice
+// CHECK: %[[S:.*]] = onnx.Sigmoid(%arg0)
+// CHECK: %[[A:.*]] = onnx.Slice(%[[S]]) {{.*}}starts = array<i64: 0, 0, 0, 0>
+// CHECK: %[[B:.*]] = onnx.Slice(%[[S]]) {{.*}}starts = array<i64: 0, 2, 0, 0>
+// CHECK: %[[Q:.*]] = qat.quantize %[[B]] {{.*}} -> tensor<1x2x4x4x!quant.uniform
+// CHECK: %[[Q2:.*]] = qat.quantize %arg1 {{.*}} -> tensor<1x4x4x4x!quant.uniform
+// CHECK: qat.slice %[[Q2]]
+func.func @quantize_stays_below_a_partial_slice(%x: tensor<1x4x4x4xf32>, %y: tensor<1x4x4x4xf32>) -> (tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>) {
+  %s = onnx.Constant dense<0.00390625> : tensor<f32>
+  %z = onnx.Constant dense<0> : tensor<i8>
+  %sg = onnx.Sigmoid(%x) : (tensor<1x4x4x4xf32>) -> tensor<1x4x4x4xf32>
+  %a = onnx.Slice(%sg) {starts = array<i64: 0, 0, 0, 0>, ends = array<i64: 1, 2, 4, 4>, steps = array<i64: 1, 1, 1, 1>} : (tensor<1x4x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %b = onnx.Slice(%sg) {starts = array<i64: 0, 2, 0, 0>, ends = array<i64: 1, 4, 4, 4>, steps = array<i64: 1, 1, 1, 1>} : (tensor<1x4x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %q = onnx.QuantizeLinear(%b, %s, %z) : (tensor<1x2x4x4xf32>, tensor<f32>, tensor<i8>) -> tensor<1x2x4x4xi8>
+  %dq = onnx.DequantizeLinear(%q, %s, %z) : (tensor<1x2x4x4xi8>, tensor<f32>, tensor<i8>) -> tensor<1x2x4x4xf32>
+  %c = onnx.Slice(%y) {starts = array<i64: 0, 2, 0, 0>, ends = array<i64: 1, 4, 4, 4>, steps = array<i64: 1, 1, 1, 1>} : (tensor<1x4x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %q2 = onnx.QuantizeLinear(%c, %s, %z) : (tensor<1x2x4x4xf32>, tensor<f32>, tensor<i8>) -> tensor<1x2x4x4xi8>
+  %dq2 = onnx.DequantizeLinear(%q2, %s, %z) : (tensor<1x2x4x4xi8>, tensor<f32>, tensor<i8>) -> tensor<1x2x4x4xf32>
+  return %a, %dq, %dq2 : tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>
+}
+
+// -----
+
 // §4.2: never move a Q backward past a value with another consumer (here a
 // graph output that needs the float result).
 // CHECK-LABEL: func.func @quantize_not_moved_past_shared_value

@@ -320,6 +320,17 @@ struct QatQdqPropagatePass
     if (isa<onnx::MaxPoolOp, onnx::GlobalMaxPoolOp>(op) &&
         qtype.getScale() <= 0)
       return false;
+    // A Slice or Gather that keeps part of an input others read too: the Q
+    // would stop above it and quantize elements nobody reads (ShuffleNetV2's
+    // channel split: the whole shuffled tensor quantized for its second
+    // half, then the half copied out for the convolution). Exact either way;
+    // where the input has no other reader the Q may go on into its producer.
+    if (isa<onnx::SliceOp, onnx::GatherOp>(op) &&
+        !op->getOperand(0).hasOneUse() &&
+        cast<RankedTensorType>(op->getResult(0).getType()).getNumElements() <
+            cast<RankedTensorType>(op->getOperand(0).getType())
+                .getNumElements())
+      return false;
     OpBuilder b(op);
     SmallVector<Value> inputs;
     unsigned dataOperands = isa<onnx::ConcatOp>(op) ? op->getNumOperands() : 1;
