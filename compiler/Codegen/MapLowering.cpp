@@ -77,7 +77,7 @@ LogicalResult GraphLowering::lowerMap(Operation *op, std::vector<Src> ins,
            << op->getName().stripDialect()
            << " on f32 and int8 data; this one computes on integers";
   auto shape = cast<RankedTensorType>(res.getType()).getShape();
-  // A map over plain tensors of its own shape, read only by matrix
+  // A rank-4 map over plain tensors of its own shape, read only by matrix
   // products (which read plain rows), writes plain data: attention's
   // softmax [1, heads, seq, seq] quantized to NHWC was a transpose there and
   // another back for the product. (A quantized NCHW image stays the NHWC
@@ -94,7 +94,7 @@ LogicalResult GraphLowering::lowerMap(Operation *op, std::vector<Src> ins,
   bool products = !res.use_empty() && llvm::all_of(res.getUsers(), [](auto *u) {
     return isa<qat::MatMulOp, onnx::MatMulOp, onnx::GemmOp>(u);
   });
-  if (plainIns && products)
+  if (plainIns && products && shape.size() == 4)
     layout = plan::Layout::Plain;
   int o = resultTensor(res, layout);
   std::optional<std::pair<float, float>> act;

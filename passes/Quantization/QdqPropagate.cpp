@@ -326,11 +326,13 @@ struct QatQdqPropagatePass
     // half, then the half copied out for the convolution). Exact either way;
     // where the input has no other reader the Q may go on into its producer.
     if (isa<onnx::SliceOp, onnx::GatherOp>(op) &&
-        !op->getOperand(0).hasOneUse() &&
-        cast<RankedTensorType>(op->getResult(0).getType()).getNumElements() <
-            cast<RankedTensorType>(op->getOperand(0).getType())
-                .getNumElements())
-      return false;
+        !op->getOperand(0).hasOneUse()) {
+      auto in = cast<RankedTensorType>(op->getOperand(0).getType());
+      auto out = cast<RankedTensorType>(op->getResult(0).getType());
+      if (in.hasStaticShape() && out.hasStaticShape() &&
+          out.getNumElements() < in.getNumElements())
+        return false;
+    }
     OpBuilder b(op);
     SmallVector<Value> inputs;
     unsigned dataOperands = isa<onnx::ConcatOp>(op) ? op->getNumOperands() : 1;
