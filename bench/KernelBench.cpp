@@ -57,6 +57,9 @@ const Case kCases[] = {
      true},
     {"int8/conv1x1_24to144_56_silu", 24, 144, 56, 56, 1, 1, 1, true, false,
      false, true},
+    // MobileNetV2's first expansion: 16 input channels, one K step, so the
+    // epilogue of its 1.2 M outputs is the layer's cost.
+    {"int8/conv1x1_16to96_112", 16, 96, 112, 112, 1, 1, 1, true},
     {"int8/conv1x1_1024to256_14", 1024, 256, 14, 14, 1, 1, 1, true},
     {"int8/conv1x1_512to2048_7", 512, 2048, 7, 7, 1, 1, 1, true},
     {"int8/depthwise3x3_144_56", 144, 144, 56, 56, 3, 1, 144, true},

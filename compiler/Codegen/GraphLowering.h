@@ -157,6 +157,9 @@ struct ChainProgram {
   std::string name; ///< "sigmoid+mul+quantize"
   /// A step rounds more than once (Epilogue::chainApproximate).
   bool approximate = false;
+  /// The chain ends in a QuantizeLinear, or its result reaches only
+  /// quantizations (KB::quantizedChain while it runs).
+  bool quantized = false;
   /// The chain on `in` (scalars or 16-lane vectors); `channel(offset)` loads
   /// a per-channel constant.
   Value run(KB &k, ArrayRef<Value> in,

@@ -424,14 +424,61 @@ Value KB::expOf(Value x, bool negated) {
   });
 }
 
+/// 2^t for f32 vector `t` (16-lane multiples) within [-150, 127]: f = t -
+/// RN(t) by vreduceps (exact, |f| <= 1/2), a degree-5 polynomial for 2^f
+/// (relative error 2.2e-7, fitted for the relative error over [-1/2, 1/2])
+/// and vscalefps by the integer t - f.
+static Value exp2Short(KB &k, Value t) {
+  OpBuilder &b = k.b;
+  int64_t n = cast<VectorType>(t.getType()).getNumElements();
+  auto v16 = VectorType::get({16}, k.f32);
+  auto mask = b.create<arith::ConstantIntOp>(k.loc, -1, 16);
+  auto current = b.create<arith::ConstantIntOp>(k.loc, 4, 32);
+  // imm 8: keep 0 fraction bits, round to nearest, no precision exception.
+  auto imm = b.create<arith::ConstantIntOp>(k.loc, 8, 32);
+  Value f = k.per16(t, [&](ArrayRef<Value> v) -> Value {
+    return b
+        .create<LLVM::CallIntrinsicOp>(
+            k.loc, v16, "llvm.x86.avx512.mask.reduce.ps.512",
+            ValueRange{v[0], imm, v[0], mask, current})
+        .getResult(0);
+  });
+  Value whole = b.create<arith::SubFOp>(k.loc, t, f);
+  const float coefs[] = {1.32764713e-3f, 9.67554096e-3f, 5.55071309e-2f,
+                         2.40221202e-1f, 6.93146944e-1f, 1.00000012f};
+  Value p = k.splatF(coefs[0], n);
+  for (int i = 1; i < 6; ++i)
+    p = b.create<math::FmaOp>(k.loc, p, f, k.splatF(coefs[i], n));
+  return k.per16(ValueRange{p, whole}, [&](ArrayRef<Value> x) -> Value {
+    return b
+        .create<LLVM::CallIntrinsicOp>(
+            k.loc, v16, "llvm.x86.avx512.mask.scalef.ps.512",
+            ValueRange{x[0], x[1], x[0], mask, current})
+        .getResult(0);
+  });
+}
+
 Value KB::sigmoid(Value x) {
   Type t = x.getType();
   Value one = floatLike(t, 1.f);
+  auto vt = dyn_cast<VectorType>(t);
+  bool shortExp =
+      quantizedChain && avx512 && vt && vt.getNumElements() % 16 == 0;
   // exp(-x) stops at e^88 on AVX-512 (expOf): d is finite, and so is the
   // Newton step below (an infinite d would make it inf * 0). The sigmoid
-  // below x = -88, under 2^-126, is then 0 or that bound's.
-  Value d = b.create<arith::AddFOp>(loc, one, expOf(x, /*negated=*/true));
-  auto vt = dyn_cast<VectorType>(t);
+  // below x = -88, under 2^-126, is then 0 or that bound's. The short form
+  // stops at 2^127 and 2^-150 (0); NaN passes through both clamps.
+  Value e;
+  if (shortExp) {
+    int64_t n = vt.getNumElements();
+    Value te = b.create<arith::MulFOp>(loc, x, splatF(-1.44269504f, n));
+    te = b.create<arith::MaximumFOp>(loc, te, splatF(-150.f, n));
+    te = b.create<arith::MinimumFOp>(loc, te, splatF(127.f, n));
+    e = exp2Short(*this, te);
+  } else {
+    e = expOf(x, /*negated=*/true);
+  }
+  Value d = b.create<arith::AddFOp>(loc, one, e);
   if (!avx512 || !reciprocalDivision || (vt && vt.getNumElements() % 16))
     return b.create<arith::DivFOp>(loc, one, d);
   if (!vt) {
@@ -448,9 +495,9 @@ Value KB::sigmoid(Value x) {
         .getResult(0);
   });
   // One Newton step from vrcp14ps's 14 bits: within an ulp of 1 / d.
-  Value e =
+  Value err =
       b.create<math::FmaOp>(loc, b.create<arith::NegFOp>(loc, d), y0, one);
-  return b.create<math::FmaOp>(loc, e, y0, y0);
+  return b.create<math::FmaOp>(loc, err, y0, y0);
 }
 
 Value KB::dequantize(Value q, int64_t zp, float scale) {

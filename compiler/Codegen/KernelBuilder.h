@@ -44,6 +44,10 @@ public:
   /// an exact FMA correction (same bits): where vdivps is slow (Intel
   /// cores), not where the FMA pipes are the limit (Zen 4 measured slower).
   bool reciprocalDivision = false;
+  /// Set while a fused chain whose result is quantized is emitted: sigmoid's
+  /// exp may then be the shorter form (KB::sigmoid), whose error of a few
+  /// ulps moves the quotient by under 1e-4 of a step.
+  bool quantizedChain = false;
 
   mlir::Value c(int64_t v);
   mlir::Value cf(float v);
@@ -170,7 +174,11 @@ public:
   /// 1 / (1 + exp(-x)) of f32 `x` (a scalar or a vector). With
   /// `reciprocalDivision` on AVX-512 the reciprocal is vrcp14ps and a Newton
   /// step (within an ulp; four instructions where vdivps issues one every
-  /// 10 cycles on Intel cores), else a division.
+  /// 10 cycles on Intel cores), else a division. In a `quantizedChain` on
+  /// AVX-512, exp(-x) is 2^t for t = -x log2(e) rounded once, split by
+  /// vreduceps and a degree-5 polynomial (10 instructions instead of 14;
+  /// within 2.2e-7 of 2^f, and t's rounding costs under 1.5e-8 of the
+  /// sigmoid where it is not saturated).
   mlir::Value sigmoid(mlir::Value x);
   /// DequantizeLinear of stored u8 `q` (scalar or vector): (q - zp) * scale.
   mlir::Value dequantize(mlir::Value q, int64_t zp, float scale);

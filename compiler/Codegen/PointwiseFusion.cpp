@@ -20,6 +20,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/SaveAndRestore.h"
 
 #include <cmath>
 #include <limits>
@@ -317,6 +318,28 @@ std::optional<Chain> GraphLowering::matchChain(Value seed, Operation *first,
   return best;
 }
 
+/// Every path from `v` reaches a QuantizeLinear through at most `depth`
+/// sums, products, means, pools, clamps and data movement, and nothing else
+/// reads it (not a graph output, not a float convolution). An error of a
+/// few ulps in v then moves those quotients by under 1e-4 of a step.
+static bool feedsOnlyQuantize(Value v, int depth = 3) {
+  if (v.use_empty())
+    return false;
+  for (Operation *u : v.getUsers()) {
+    if (isa<qat::QuantizeOp>(u))
+      continue;
+    if (depth == 0 || u->getNumResults() != 1 ||
+        !isa<onnx::MulOp, onnx::AddOp, onnx::SubOp, onnx::GlobalAveragePoolOp,
+             onnx::ReduceMeanOp, onnx::AveragePoolOp, onnx::MaxPoolOp,
+             onnx::ReluOp, onnx::ClipOp, onnx::ReshapeOp, onnx::FlattenOp,
+             onnx::TransposeOp, onnx::SqueezeOp, onnx::UnsqueezeOp,
+             onnx::ConcatOp, onnx::SliceOp>(u) ||
+        !feedsOnlyQuantize(u->getResult(0), depth - 1))
+      return false;
+  }
+  return true;
+}
+
 ChainProgram GraphLowering::chainProgram(const Chain &c, Value seed,
                                          int64_t channelAxis,
                                          std::vector<Src> *mapInputs) {
@@ -341,6 +364,8 @@ ChainProgram GraphLowering::chainProgram(const Chain &c, Value seed,
         slot[x] = p.inputs++;
         mapInputs->push_back(srcOf(x));
       }
+  p.quantized = !c.ops.empty() && (isa<qat::QuantizeOp>(c.ops.back()) ||
+                                   feedsOnlyQuantize(c.exit));
   for (Operation *op : c.ops) {
     if (!p.name.empty())
       p.name += "+";
@@ -387,6 +412,7 @@ ChainProgram GraphLowering::chainProgram(const Chain &c, Value seed,
 Value ChainProgram::run(KB &k, ArrayRef<Value> in,
                         llvm::function_ref<Value(int64_t)> channel) const {
   SmallVector<Value> vals(in.begin(), in.end());
+  llvm::SaveAndRestore<bool> coarse(k.quantizedChain, quantized);
   for (const ChainStep &s : steps) {
     SmallVector<Value> args;
     for (const ChainArg &a : s.args)

@@ -11,14 +11,16 @@
 // CHECK-SAME: qatc.kernel = "quantize"
 // CHECK: func.func @qatc_layer_1(
 // CHECK-SAME: qatc.kernel = "vnni-conv {{[0-9]+}}x{{[0-9]+}} +sigmoid+mul+quantize"
-// The epilogue computes 4 pixels' 16 channels at once (64 lanes); exp is
-// the AVX-512 polynomial with vscalefps.
+// The epilogue computes 4 pixels' 16 channels at once (64 lanes). The
+// chain is quantized: exp(-x) is the short form, 2^t split by vreduceps (no
+// rounding of the exponent, no Cody-Waite steps) and scaled by vscalefps.
 // Around a chain that rounds more than once (exp, sigmoid), the
 // requantization is one FMA and the quotient by the output scale 0.1 a
 // multiplication by 10.
 // CHECK: %[[ACC:.*]] = arith.sitofp {{.*}} : vector<64xi32> to vector<64xf32>
 // CHECK: math.fma %[[ACC]], {{.*}} : vector<64xf32>
-// CHECK: math.roundeven {{.*}} : vector<64xf32>
+// CHECK-NOT: math.roundeven
+// CHECK: llvm.x86.avx512.mask.reduce.ps.512
 // CHECK: llvm.x86.avx512.mask.scalef.ps.512
 // CHECK: %[[TEN:.*]] = arith.constant dense<1.000000e+01> : vector<64xf32>
 // CHECK-NEXT: arith.mulf {{.*}}, %[[TEN]] : vector<64xf32>
@@ -50,6 +52,64 @@ func.func @silu(%x: tensor<1x8x6x6xf32>) -> tensor<1x4x6x6xf32> {
   %w2 = onnx.DequantizeLinear(%wq2, %ws2, %wz2) {axis = 0 : i64} : (tensor<4x16x1x1xi8>, tensor<4xf32>, tensor<4xi8>) -> tensor<4x16x1x1xf32>
   %y = onnx.Conv(%dq2, %w2) {kernel_shape = array<i64: 1, 1>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : (tensor<1x16x6x6xf32>, tensor<4x16x1x1xf32>) -> tensor<1x4x6x6xf32>
   return %y : tensor<1x4x6x6xf32>
+}
+
+// -----
+
+// A SiLU whose fp32 result is a graph output keeps the exp within an ulp:
+// the exponent rounded (math.roundeven) and Cody-Waite steps, no vreduceps.
+// CHECK-LABEL: func.func @qatc_layer_0(
+// CHECK: func.func @qatc_layer_1(
+// CHECK-SAME: qatc.kernel = "vnni-conv {{[0-9]+}}x{{[0-9]+}} +sigmoid+mul"
+// CHECK-NOT: llvm.x86.avx512.mask.reduce.ps.512
+// CHECK: math.roundeven {{.*}} : vector<64xf32>
+// CHECK-NOT: llvm.x86.avx512.mask.reduce.ps.512
+// CHECK: llvm.x86.avx512.mask.scalef.ps.512
+// CHECK-NOT: llvm.x86.avx512.mask.reduce.ps.512
+func.func @silu_out(%x: tensor<1x8x6x6xf32>) -> tensor<1x16x6x6xf32> {
+  %s = onnx.Constant dense<0.05> : tensor<f32>
+  %z = onnx.Constant dense<0> : tensor<i8>
+  %ws = onnx.Constant dense<0.01> : tensor<16xf32>
+  %wz = onnx.Constant dense<0> : tensor<16xi8>
+  %wq = onnx.Constant dense<3> : tensor<16x8x3x3xi8>
+  %q = onnx.QuantizeLinear(%x, %s, %z) : (tensor<1x8x6x6xf32>, tensor<f32>, tensor<i8>) -> tensor<1x8x6x6xi8>
+  %dq = onnx.DequantizeLinear(%q, %s, %z) : (tensor<1x8x6x6xi8>, tensor<f32>, tensor<i8>) -> tensor<1x8x6x6xf32>
+  %w = onnx.DequantizeLinear(%wq, %ws, %wz) {axis = 0 : i64} : (tensor<16x8x3x3xi8>, tensor<16xf32>, tensor<16xi8>) -> tensor<16x8x3x3xf32>
+  %c = onnx.Conv(%dq, %w) {kernel_shape = array<i64: 3, 3>, strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>} : (tensor<1x8x6x6xf32>, tensor<16x8x3x3xf32>) -> tensor<1x16x6x6xf32>
+  %sg = onnx.Sigmoid(%c) : (tensor<1x16x6x6xf32>) -> tensor<1x16x6x6xf32>
+  %m = onnx.Mul(%c, %sg) : (tensor<1x16x6x6xf32>, tensor<1x16x6x6xf32>) -> tensor<1x16x6x6xf32>
+  return %m : tensor<1x16x6x6xf32>
+}
+
+// -----
+
+// Squeeze-excitation's input: the SiLU's fp32 result is read only by a
+// GlobalAveragePool and a Mul, each quantized after: the short exp.
+// CHECK-LABEL: func.func @qatc_layer_0(
+// CHECK: func.func @qatc_layer_1(
+// CHECK-SAME: qatc.kernel = "vnni-conv {{[0-9]+}}x{{[0-9]+}} +sigmoid+mul"
+// CHECK-NOT: math.roundeven
+// CHECK: llvm.x86.avx512.mask.reduce.ps.512
+// CHECK: func.func @qatc_layer_2(
+func.func @silu_se(%x: tensor<1x8x6x6xf32>, %g: tensor<1x16x1x1xf32>) -> (tensor<1x16x6x6xf32>, tensor<1x16x1x1xf32>) {
+  %s = onnx.Constant dense<0.05> : tensor<f32>
+  %z = onnx.Constant dense<0> : tensor<i8>
+  %ws = onnx.Constant dense<0.01> : tensor<16xf32>
+  %wz = onnx.Constant dense<0> : tensor<16xi8>
+  %wq = onnx.Constant dense<3> : tensor<16x8x3x3xi8>
+  %q = onnx.QuantizeLinear(%x, %s, %z) : (tensor<1x8x6x6xf32>, tensor<f32>, tensor<i8>) -> tensor<1x8x6x6xi8>
+  %dq = onnx.DequantizeLinear(%q, %s, %z) : (tensor<1x8x6x6xi8>, tensor<f32>, tensor<i8>) -> tensor<1x8x6x6xf32>
+  %w = onnx.DequantizeLinear(%wq, %ws, %wz) {axis = 0 : i64} : (tensor<16x8x3x3xi8>, tensor<16xf32>, tensor<16xi8>) -> tensor<16x8x3x3xf32>
+  %c = onnx.Conv(%dq, %w) {kernel_shape = array<i64: 3, 3>, strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>} : (tensor<1x8x6x6xf32>, tensor<16x8x3x3xf32>) -> tensor<1x16x6x6xf32>
+  %sg = onnx.Sigmoid(%c) : (tensor<1x16x6x6xf32>) -> tensor<1x16x6x6xf32>
+  %m = onnx.Mul(%c, %sg) : (tensor<1x16x6x6xf32>, tensor<1x16x6x6xf32>) -> tensor<1x16x6x6xf32>
+  %p = onnx.GlobalAveragePool(%m) : (tensor<1x16x6x6xf32>) -> tensor<1x16x1x1xf32>
+  %qp = onnx.QuantizeLinear(%p, %s, %z) : (tensor<1x16x1x1xf32>, tensor<f32>, tensor<i8>) -> tensor<1x16x1x1xi8>
+  %dqp = onnx.DequantizeLinear(%qp, %s, %z) : (tensor<1x16x1x1xi8>, tensor<f32>, tensor<i8>) -> tensor<1x16x1x1xf32>
+  %gm = onnx.Mul(%g, %m) : (tensor<1x16x1x1xf32>, tensor<1x16x6x6xf32>) -> tensor<1x16x6x6xf32>
+  %qg = onnx.QuantizeLinear(%gm, %s, %z) : (tensor<1x16x6x6xf32>, tensor<f32>, tensor<i8>) -> tensor<1x16x6x6xi8>
+  %y = onnx.DequantizeLinear(%qg, %s, %z) : (tensor<1x16x6x6xi8>, tensor<f32>, tensor<i8>) -> tensor<1x16x6x6xf32>
+  return %y, %dqp : tensor<1x16x6x6xf32>, tensor<1x16x1x1xf32>
 }
 
 // -----
