@@ -269,7 +269,8 @@ Value KB::quantize(Value y, float scale, int64_t zp, int64_t qmin,
 /// to [yLo, yHi] (an activation before the quantization).
 static Value clampedQuotient(KB &k, Value y, float scale, float lo, float hi,
                              bool finite, float yLo, float yHi,
-                             bool approximate = false) {
+                             bool approximate = false,
+                             bool saturatesBelow = false) {
   OpBuilder &b = k.b;
   Type t = y.getType();
   // A finite y needs no NaN handling in the clamp (nor the sign of a zero:
@@ -311,6 +312,8 @@ static Value clampedQuotient(KB &k, Value y, float scale, float lo, float hi,
                       .getResult()
                 : b.create<arith::DivFOp>(k.loc, y, k.floatLike(t, scale))
                       .getResult();
+  if (approximate && saturatesBelow)
+    return b.create<arith::MinimumFOp>(k.loc, q, k.floatLike(t, hi), fm);
   return clamp(q, lo, hi);
 }
 
@@ -321,10 +324,11 @@ Value KB::roundedQuotient(Value y, float scale, float lo, float hi,
 }
 
 Value KB::quantizeWide(Value y, float scale, int64_t zp, float lo, float hi,
-                       bool finite, float yLo, float yHi, bool approximate) {
+                       bool finite, float yLo, float yHi, bool approximate,
+                       bool saturatesBelow) {
   Type t = y.getType();
-  Value q =
-      clampedQuotient(*this, y, scale, lo, hi, finite, yLo, yHi, approximate);
+  Value q = clampedQuotient(*this, y, scale, lo, hi, finite, yLo, yHi,
+                            approximate, saturatesBelow && zp >= 0);
   return b.create<arith::AddIOp>(loc, roundToI32(q), intLike(like(t, i32), zp));
 }
 
@@ -848,9 +852,14 @@ void qatc::codegen::emitEpilogue(KB &k, const Epilogue &ep,
     // result may not be.
     bool finite = intAcc && !ep.chain;
     if (k.avx512 && parts >= 2) {
+      // The packs saturate to the stored type: where that is the whole
+      // range, an approximate quotient needs no lower clamp (one
+      // instruction of a SiLU epilogue's 23 per 16 outputs).
+      bool saturatesBelow = approximate && ep.qmin == (ep.qmin < 0 ? -128 : 0);
       Value qi = k.quantizeWide(y, ep.outScale, ep.outZp, lo, hi, finite, a, z,
-                                approximate);
-      storePacked(k, qi, ep.qmin < 0, outs, mask, /*clamped=*/true,
+                                approximate, saturatesBelow);
+      storePacked(k, qi, ep.qmin < 0, outs, mask,
+                  /*clamped=*/!saturatesBelow || ep.outZp < 0,
                   /*offset128=*/false, interleaved64);
       return;
     }

@@ -114,8 +114,9 @@ def relu6(b, y, c):
 
 
 def conv_case(b, ic, oc, hw, k, stride=1, pads=(0, 0, 0, 0), dil=1, group=1, relu=True, n=1,
-              post=None):
-    """A conv, then Relu (`relu`) or `post(b, y, oc)`, quantized."""
+              post=None, out_scale=0.08, out_zp=None, out_type=None):
+    """A conv, then Relu (`relu`) or `post(b, y, oc)`, quantized (the
+    output's zero point and type the case's unless given)."""
     h, w = hw
     x = b.act_qdq("x", 0.05)
     wt = b.weight([oc, ic // group, k, k])
@@ -126,7 +127,7 @@ def conv_case(b, ic, oc, hw, k, stride=1, pads=(0, 0, 0, 0), dil=1, group=1, rel
         y = post(b, y, oc)
     elif relu:
         y = b.node("Relu", [y])
-    y = b.act_qdq(y, 0.08)
+    y = b.act_qdq(y, out_scale, out_zp, out_type)
     oh = out_size(h, k, stride, pads[0], pads[2], dil)
     ow = out_size(w, k, stride, pads[1], pads[3], dil)
     return [n, ic, h, w], y, [n, oc, oh, ow]
@@ -401,6 +402,16 @@ CASES = {
     # pixels), blocks of 16 after them with odd rows on 2 images and a
     # fused SiLU, a stride 2 with a per-channel PRelu (the chain's own
     # constants reordered), 5x5 with a per-channel scale and shift, ReLU6.
+    # A SiLU epilogue quantizing to a scale so small that both ends
+    # saturate (silu >= -0.28 is -140 steps): the packs' saturation is the
+    # lower clamp where the zero point is >= 0 (u8 131, s8 5), not at s8 -3.
+    "conv_ic24_oc40_1x1_silu_saturating": lambda b: conv_case(
+        b, 24, 40, (6, 7), 1, post=silu, out_scale=0.002),
+    "conv_ic24_oc40_1x1_silu_saturating_s8_zp5": lambda b: conv_case(
+        b, 24, 40, (6, 7), 1, post=silu, out_scale=0.002, out_zp=5,
+        out_type=np.int8),
+    "conv_ic24_oc40_1x1_silu_saturating_next": lambda b: conv_case(
+        b, 24, 40, (6, 7), 1, post=silu, out_scale=0.002),
     "depthwise_c64_3x3_whole_blocks": lambda b: conv_case(
         b, 64, 64, (9, 11), 3, pads=(1, 1, 1, 1), group=64),
     "depthwise_c144_3x3_odd_rows_batch2_silu": lambda b: conv_case(
