@@ -405,13 +405,15 @@ CASES = {
     # A SiLU epilogue quantizing to a scale so small that both ends
     # saturate (silu >= -0.28 is -140 steps): the packs' saturation is the
     # lower clamp where the zero point is >= 0 (u8 131, s8 5), not at s8 -3.
-    "conv_ic24_oc40_1x1_silu_saturating": lambda b: conv_case(
-        b, 24, 40, (6, 7), 1, post=silu, out_scale=0.002),
+    "conv_ic24_oc40_1x1_silu_saturating_u8_zp131": lambda b: conv_case(
+        b, 24, 40, (6, 7), 1, post=silu, out_scale=0.002, out_zp=131,
+        out_type=np.uint8),
     "conv_ic24_oc40_1x1_silu_saturating_s8_zp5": lambda b: conv_case(
         b, 24, 40, (6, 7), 1, post=silu, out_scale=0.002, out_zp=5,
         out_type=np.int8),
-    "conv_ic24_oc40_1x1_silu_saturating_next": lambda b: conv_case(
-        b, 24, 40, (6, 7), 1, post=silu, out_scale=0.002),
+    "conv_ic24_oc40_1x1_silu_saturating_s8_zpm3": lambda b: conv_case(
+        b, 24, 40, (6, 7), 1, post=silu, out_scale=0.002, out_zp=-3,
+        out_type=np.int8),
     "depthwise_c64_3x3_whole_blocks": lambda b: conv_case(
         b, 64, 64, (9, 11), 3, pads=(1, 1, 1, 1), group=64),
     "depthwise_c144_3x3_odd_rows_batch2_silu": lambda b: conv_case(
