@@ -428,7 +428,7 @@ Value KB::expOf(Value x, bool negated) {
   });
 }
 
-/// 2^t for f32 vector `t` (16-lane multiples) within [-150, 127]: f = t -
+/// 2^t for f32 vector `t` (16-lane multiples, at most 127): f = t -
 /// RN(t) by vreduceps (exact, |f| <= 1/2), a degree-5 polynomial for 2^f
 /// (relative error 2.2e-7, fitted for the relative error over [-1/2, 1/2])
 /// and vscalefps by the integer t - f.
@@ -471,12 +471,12 @@ Value KB::sigmoid(Value x) {
   // exp(-x) stops at e^88 on AVX-512 (expOf): d is finite, and so is the
   // Newton step below (an infinite d would make it inf * 0). The sigmoid
   // below x = -88, under 2^-126, is then 0 or that bound's. The short form
-  // stops at 2^127 and 2^-150 (0); NaN passes through both clamps.
+  // stops at 2^127; NaN passes through the clamp. It needs none below:
+  // vreduceps gives 0 for -inf, and vscalefps 0 for any t under -150.
   Value e;
   if (shortExp) {
     int64_t n = vt.getNumElements();
     Value te = b.create<arith::MulFOp>(loc, x, splatF(-1.44269504f, n));
-    te = b.create<arith::MaximumFOp>(loc, te, splatF(-150.f, n));
     te = b.create<arith::MinimumFOp>(loc, te, splatF(127.f, n));
     e = exp2Short(*this, te);
   } else {

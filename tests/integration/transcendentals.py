@@ -33,7 +33,7 @@ function of the same float32 input, in ulps of the float32 result:
 
 A chain whose result is quantized may use a shorter exp (KB::sigmoid):
 Sigmoid -> QuantizeLinear and SiLU -> QuantizeLinear run over the inputs
-of magnitude 1e-6 to 1e30 at output scales that spread the results over many steps, and each
+of magnitude 1e-6 to 1e30 and +-inf at output scales that spread the results over many steps, and each
 integer is compared with float64's sat(rne(y / s) + zp): at most 1 off, on
 at most 2e-5 of the elements (the numerical contract allows 1e-3). The
 plans measured 2e-6 with the short exp and with the long one alike; a
@@ -120,6 +120,9 @@ QUANTIZED = [("SiLU", 0.02, 0, TensorProto.INT8),
 
 def quantized_errors(op, scale, zp, dtype, x, got):
     """(elements more than 1 off, elements 1 off) against float64."""
+    if op == "SiLU":
+        keep = x != -np.inf
+        x, got = x[keep], got[keep]
     s = np.float64(np.float32(scale))
     x64 = x.astype(np.float64)
     with np.errstate(over="ignore"):
@@ -129,6 +132,9 @@ def quantized_errors(op, scale, zp, dtype, x, got):
     lo, hi = (-128, 127) if dtype == TensorProto.INT8 else (0, 255)
     ref = np.clip(np.rint(y / s) + zp, lo, hi).astype(np.int64)
     q = np.rint(got.astype(np.float64) / s).astype(np.int64) + zp
+    if op == "Sigmoid":  # +-inf: exactly 1 and 0
+        inf = np.isinf(x)
+        ref[inf] = np.clip(np.rint((x64[inf] > 0) / s) + zp, lo, hi)
     d = np.abs(q - ref)
     return int((d > 1).sum()), int((d == 1).sum())
 
@@ -223,8 +229,11 @@ def main():
     # sigmoid is 1/2 and the quotient by 1/255 is a tie, which float64
     # breaks by x's sign and float32 to even; beyond -1e30 the sigmoid's
     # floor (2^-127, in float plans too) times x is a few steps.
+    # And +-inf (sigmoid 1 and 0; SiLU +inf saturates, -inf is left out
+    # as above).
     ax = np.abs(x)
-    xf = x[np.isfinite(x) & (ax >= 1e-6) & (ax <= 1e30)]
+    xf = np.concatenate([x[np.isfinite(x) & (ax >= 1e-6) & (ax <= 1e30)],
+                         np.float32([np.inf, -np.inf])])
     xq = os.path.join(args.work, "xq.npy")
     np.save(xq, xf)
     for op, scale, zp, dtype in QUANTIZED:
