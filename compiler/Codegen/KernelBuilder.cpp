@@ -267,14 +267,10 @@ Value KB::quantize(Value y, float scale, int64_t zp, int64_t qmin,
 
 /// `y / scale` clamped to [lo, hi], then, when `yLo <= yHi`, y first clamped
 /// to [yLo, yHi] (an activation before the quantization).
-///
-/// `approximate`: y * RN(1 / s) + `zp` in one FMA (the zero point added
-/// before rounding), clamped to [lo + zp, hi + zp], or below hi + zp only
-/// where `saturatesBelow`.
 static Value clampedQuotient(KB &k, Value y, float scale, float lo, float hi,
                              bool finite, float yLo, float yHi,
                              bool approximate = false,
-                             bool saturatesBelow = false, float zp = 0.f) {
+                             bool saturatesBelow = false) {
   OpBuilder &b = k.b;
   Type t = y.getType();
   // A finite y needs no NaN handling in the clamp (nor the sign of a zero:
@@ -309,19 +305,16 @@ static Value clampedQuotient(KB &k, Value y, float scale, float lo, float hi,
     lo = std::max(lo, yLo / scale);
     hi = std::min(hi, yHi / scale);
   }
-  if (approximate) {
-    // An approximate y (KB::quantizeWide) is multiplied by RN(1 / s) and the
-    // zero point added in the same rounding: within an ulp of the quotient
-    // plus zp, as y is of its exact value.
-    Value recip = k.floatLike(t, 1.f / scale);
-    Value offset = k.floatLike(t, zp);
-    Value q = b.create<math::FmaOp>(k.loc, y, recip, offset);
-    if (saturatesBelow)
-      return b.create<arith::MinimumFOp>(k.loc, q, k.floatLike(t, hi + zp), fm);
-    return clamp(q, lo + zp, hi + zp);
-  }
-  return clamp(b.create<arith::DivFOp>(k.loc, y, k.floatLike(t, scale)), lo,
-               hi);
+  // An approximate y (KB::quantizeWide) is multiplied by RN(1 / s): within
+  // an ulp of the quotient, as y is of its exact value.
+  Value q = approximate
+                ? b.create<arith::MulFOp>(k.loc, y, k.floatLike(t, 1.f / scale))
+                      .getResult()
+                : b.create<arith::DivFOp>(k.loc, y, k.floatLike(t, scale))
+                      .getResult();
+  if (approximate && saturatesBelow)
+    return b.create<arith::MinimumFOp>(k.loc, q, k.floatLike(t, hi), fm);
+  return clamp(q, lo, hi);
 }
 
 Value KB::roundedQuotient(Value y, float scale, float lo, float hi,
@@ -334,11 +327,8 @@ Value KB::quantizeWide(Value y, float scale, int64_t zp, float lo, float hi,
                        bool finite, float yLo, float yHi, bool approximate,
                        bool saturatesBelow) {
   Type t = y.getType();
-  if (approximate)
-    return roundToI32(clampedQuotient(*this, y, scale, lo, hi, finite, yLo, yHi,
-                                      true, saturatesBelow,
-                                      static_cast<float>(zp)));
-  Value q = clampedQuotient(*this, y, scale, lo, hi, finite, yLo, yHi);
+  Value q = clampedQuotient(*this, y, scale, lo, hi, finite, yLo, yHi,
+                            approximate, saturatesBelow && zp >= 0);
   return b.create<arith::AddIOp>(loc, roundToI32(q), intLike(like(t, i32), zp));
 }
 
@@ -868,7 +858,8 @@ void qatc::codegen::emitEpilogue(KB &k, const Epilogue &ep,
       bool saturatesBelow = approximate && ep.qmin == (ep.qmin < 0 ? -128 : 0);
       Value qi = k.quantizeWide(y, ep.outScale, ep.outZp, lo, hi, finite, a, z,
                                 approximate, saturatesBelow);
-      storePacked(k, qi, ep.qmin < 0, outs, mask, /*clamped=*/!saturatesBelow,
+      storePacked(k, qi, ep.qmin < 0, outs, mask,
+                  /*clamped=*/!saturatesBelow || ep.outZp < 0,
                   /*offset128=*/false, interleaved64);
       return;
     }

@@ -16,16 +16,14 @@
 // rounding of the exponent, no Cody-Waite steps) and scaled by vscalefps.
 // Around a chain that rounds more than once (exp, sigmoid), the
 // requantization is one FMA and the quotient by the output scale 0.1 a
-// multiplication by 10 in an FMA that adds the zero point (128: the int8
-// output is stored as u8).
+// multiplication by 10.
 // CHECK: %[[ACC:.*]] = arith.sitofp {{.*}} : vector<64xi32> to vector<64xf32>
 // CHECK: math.fma %[[ACC]], {{.*}} : vector<64xf32>
 // CHECK-NOT: math.roundeven
 // CHECK: llvm.x86.avx512.mask.reduce.ps.512
 // CHECK: llvm.x86.avx512.mask.scalef.ps.512
 // CHECK: %[[TEN:.*]] = arith.constant dense<1.000000e+01> : vector<64xf32>
-// CHECK-NEXT: %[[ZP:.*]] = arith.constant dense<1.280000e+02> : vector<64xf32>
-// CHECK-NEXT: math.fma {{.*}}, %[[TEN]], %[[ZP]] : vector<64xf32>
+// CHECK-NEXT: arith.mulf {{.*}}, %[[TEN]] : vector<64xf32>
 // CHECK: llvm.x86.avx512.mask.cvtps2dq.512
 // CHECK: func.func @qatc_layer_2(
 // CHECK-SAME: qatc.kernel = "vnni-conv {{[0-9]+}}x{{[0-9]+}}"}
