@@ -328,7 +328,7 @@ Value KB::quantizeWide(Value y, float scale, int64_t zp, float lo, float hi,
                        bool saturatesBelow) {
   Type t = y.getType();
   Value q = clampedQuotient(*this, y, scale, lo, hi, finite, yLo, yHi,
-                            approximate, saturatesBelow && zp >= 0);
+                            approximate, saturatesBelow);
   return b.create<arith::AddIOp>(loc, roundToI32(q), intLike(like(t, i32), zp));
 }
 
@@ -853,13 +853,14 @@ void qatc::codegen::emitEpilogue(KB &k, const Epilogue &ep,
     bool finite = intAcc && !ep.chain;
     if (k.avx512 && parts >= 2) {
       // The packs saturate to the stored type: where that is the whole
-      // range, an approximate quotient needs no lower clamp (one
-      // instruction of a SiLU epilogue's 23 per 16 outputs).
-      bool saturatesBelow = approximate && ep.qmin == (ep.qmin < 0 ? -128 : 0);
+      // range and the zero point is >= 0, an approximate quotient needs no
+      // lower clamp (one instruction of a SiLU epilogue's 23 per 16
+      // outputs).
+      bool saturatesBelow =
+          approximate && ep.outZp >= 0 && ep.qmin == (ep.qmin < 0 ? -128 : 0);
       Value qi = k.quantizeWide(y, ep.outScale, ep.outZp, lo, hi, finite, a, z,
                                 approximate, saturatesBelow);
-      storePacked(k, qi, ep.qmin < 0, outs, mask,
-                  /*clamped=*/!saturatesBelow || ep.outZp < 0,
+      storePacked(k, qi, ep.qmin < 0, outs, mask, /*clamped=*/!saturatesBelow,
                   /*offset128=*/false, interleaved64);
       return;
     }

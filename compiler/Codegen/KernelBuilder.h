@@ -152,8 +152,8 @@ public:
   /// with exp or sigmoid in it), so the quotient is a multiplication by
   /// RN(1 / scale), within an ulp of the division, rather than the division
   /// or its exact three-instruction form. `saturatesBelow` (approximate
-  /// only): the caller's narrowing saturates at lo + zp, and zp >= 0 keeps
-  /// vcvtps2dq's 0x80000000 (NaN, -inf, under -2^31) below it, so the
+  /// only): the caller's narrowing saturates at lo + zp and zp >= 0, which
+  /// keeps vcvtps2dq's 0x80000000 (NaN, -inf, under -2^31) below it, so the
   /// quotient is clamped above only.
   mlir::Value quantizeWide(mlir::Value y, float scale, int64_t zp, float lo,
                            float hi, bool finite = false, float yLo = 1.f,
