@@ -190,6 +190,21 @@ def ulp_errors(op, x, got):
             float(xs[worst]) if err.size else 0.0, over, bound)
 
 
+def plan_outputs(c, args, name, path, xin):
+    """(target, output) for each target: `path` compiled for it and run on
+    `xin`; a target that fails is reported under `name` and skipped."""
+    for target in args.targets.split(","):
+        plan = os.path.join(args.work, f"{name}-{target}.plan")
+        out = os.path.join(args.work, f"{name}-{target}.npy")
+        try:
+            c.qatc("compile", path, "--target-cpu", target, "-o", plan)
+            c.qatc("run", plan, "--input", xin, "-o", out)
+        except RuntimeError as e:
+            c.fail(name, f"{target}: {e}")
+            continue
+        yield target, np.load(out)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--qatc", required=True)
@@ -206,16 +221,8 @@ def main():
         path = os.path.join(args.work, f"{op.lower()}.onnx")
         model(path, op, x.size)
         print(f"== {op} on {x.size} inputs", flush=True)
-        for target in args.targets.split(","):
-            plan = os.path.join(args.work, f"{op.lower()}-{target}.plan")
-            out = os.path.join(args.work, f"{op.lower()}-{target}.npy")
-            try:
-                c.qatc("compile", path, "--target-cpu", target, "-o", plan)
-                c.qatc("run", plan, "--input", xin, "-o", out)
-            except RuntimeError as e:
-                c.fail(op, f"{target}: {e}")
-                continue
-            got = np.load(out).astype(np.float32)
+        for target, got in plan_outputs(c, args, op.lower(), path, xin):
+            got = got.astype(np.float32)
             bad, worst, at, over, bound = ulp_errors(op, x, got)
             print(f"   {target:10s} worst {worst:.3f} ulp at x = {at:.9g}; "
                   f"{over} over {bound:g} ulp; {bad} NaN/inf mismatches")
@@ -242,17 +249,8 @@ def main():
         quantized_model(path, op, scale, zp, dtype, xf.size)
         print(f"== {op} -> QuantizeLinear (scale {scale:.4g}, zero point "
               f"{zp}) on {xf.size} inputs", flush=True)
-        for target in args.targets.split(","):
-            plan = os.path.join(args.work, f"{name}-{target}.plan")
-            out = os.path.join(args.work, f"{name}-{target}.npy")
-            try:
-                c.qatc("compile", path, "--target-cpu", target, "-o", plan)
-                c.qatc("run", plan, "--input", xq, "-o", out)
-            except RuntimeError as e:
-                c.fail(name, f"{target}: {e}")
-                continue
-            far, one = quantized_errors(op, scale, zp, dtype, xf,
-                                        np.load(out))
+        for target, got in plan_outputs(c, args, name, path, xq):
+            far, one = quantized_errors(op, scale, zp, dtype, xf, got)
             print(f"   {target:10s} {one} one step off "
                   f"({100 * one / xf.size:.4f} %), {far} further")
             if far or one > 2e-5 * xf.size:
