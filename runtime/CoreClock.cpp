@@ -16,6 +16,13 @@
 //   per core) times the measured clock, since a tile program needs the
 //   kernel's permission and a tile configuration (perf notes measured 91 %
 //   of it with operands in tiles).
+// - where the core's model fixes how many 512-bit vpdpbusd / FMAs it issues
+//   per cycle (zmmPerCycle), that rate times the clock is the peak, as for
+//   AMX. A measured rate is what the core gave us at that moment: on a
+//   2-vCPU KVM guest of a Xeon (family 6 model 207) the best of five 90 us
+//   samples ranged from 0.9 to 1.84 vpdpbusd per cycle from one run of
+//   `qatc bench` to the next (the other hyperthread of the core busy, or
+//   not), which put a conv's "% of peak" anywhere from 90 to 200.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,8 +31,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -33,9 +42,10 @@ namespace {
 
 /// Best rate (units per second) over a few samples of `body(n)`, which does
 /// `perCall * n` units of work.
-template <typename Fn> double bestRate(double perCall, int64_t n, Fn body) {
+template <typename Fn>
+double bestRate(double perCall, int64_t n, Fn body, int samples = 5) {
   double best = 0;
-  for (int sample = 0; sample < 5; ++sample) {
+  for (int sample = 0; sample < samples; ++sample) {
     auto t0 = std::chrono::steady_clock::now();
     body(n);
     double s =
@@ -155,6 +165,61 @@ __attribute__((target("avx2,fma"))) void fma256(int64_t n) {
 }
 #undef QATC_CHAINS
 
+/// 512-bit vpdpbusd and FMA instructions per cycle of a core of this vendor,
+/// family and model, where these fix it (both run on the same pipes), and
+/// the model's name for the report; 0 where SKUs of one model differ
+/// (Skylake-SP and Cascade Lake Xeons have one or two FMA units) or the
+/// model is not listed: then the rate is measured.
+int zmmPerCycle(std::string &which) {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid(0, &a, &b, &c, &d))
+    return 0;
+  char vendor[13] = {};
+  std::copy_n(reinterpret_cast<const char *>(&b), 4, vendor);
+  std::copy_n(reinterpret_cast<const char *>(&d), 4, vendor + 4);
+  std::copy_n(reinterpret_cast<const char *>(&c), 4, vendor + 8);
+  if (!__get_cpuid(1, &a, &b, &c, &d))
+    return 0;
+  unsigned family = (a >> 8) & 0xf, model = (a >> 4) & 0xf;
+  if (family == 0xf)
+    family += (a >> 20) & 0xff;
+  if (family == 6 || family >= 0xf)
+    model |= ((a >> 16) & 0xf) << 4;
+  char name[64];
+  std::snprintf(name, sizeof name, "%s family %u model %u", vendor, family,
+                model);
+  which = name;
+  std::string v = vendor;
+  if (v == "GenuineIntel" && family == 6) {
+    switch (model) {
+    case 106: // Ice Lake-SP
+    case 108: // Ice Lake-D
+    case 143: // Sapphire Rapids
+    case 207: // Emerald Rapids
+    case 173: // Granite Rapids
+    case 174: // Granite Rapids-D
+      return 2;
+    case 125: // Ice Lake (client)
+    case 126:
+    case 140: // Tiger Lake
+    case 141:
+    case 167: // Rocket Lake
+      return 1;
+    default:
+      return 0;
+    }
+  }
+  if (v == "AuthenticAMD") {
+    if (family == 0x19) // Zen 4: 512-bit ops in two 256-bit halves
+      return 1;
+    // Zen 5 with the full 512-bit datapath: Turin (and its dense cores) and
+    // Granite Ridge; the mobile parts split 512-bit ops as Zen 4 does.
+    if (family == 0x1a && (model < 0x20 || (model >= 0x40 && model < 0x50)))
+      return 2;
+  }
+  return 0;
+}
+
 #endif
 
 } // namespace
@@ -184,7 +249,25 @@ qatc::rt::HostPeak qatc::rt::measureHostPeak() {
   p.fp32Unit = "assumed 64 flops/cycle";
 #if defined(__x86_64__)
   __builtin_cpu_init();
-  constexpr int64_t n = 1 << 16; // 16 instructions per iteration
+  // 16 instructions per iteration: about 40 us per sample, and many samples
+  // (bestRate's best), so a quiet moment of the core is among them.
+  constexpr int64_t n = 1 << 12;
+  std::string model;
+  const int perCycle = zmmPerCycle(model);
+  // The model's rate times the clock where it is known; the measured rate
+  // goes into the report beside it.
+  auto fromModel = [&](double &peak, std::string &unit, double opsPerInstr,
+                       const char *what) {
+    if (!perCycle)
+      return;
+    char text[160];
+    std::snprintf(text, sizeof text,
+                  "%s, %d per cycle (%s) x measured clock; measured %.2f per "
+                  "cycle",
+                  what, perCycle, model.c_str(), peak / (opsPerInstr * p.ghz));
+    peak = perCycle * opsPerInstr * p.ghz;
+    unit = text;
+  };
   // The feature checks the plan loader makes (AMX only where this process
   // may use it).
   const uint64_t features = plan::hostFeatures();
@@ -193,20 +276,22 @@ qatc::rt::HostPeak qatc::rt::measureHostPeak() {
     p.int8Unit = "AMX tdpbssd, 2048 ops/cycle x measured clock";
   } else if (__builtin_cpu_supports("avx512vnni")) {
     // 16 lanes x 4 multiply-adds x 2 ops per vpdpbusd.
-    p.int8Gops = bestRate(16 * 128 / 1e9, n, vnni512);
+    p.int8Gops = bestRate(16 * 128 / 1e9, n, vnni512, 64);
     p.int8Unit = "AVX-512 VNNI vpdpbusd, measured";
+    fromModel(p.int8Gops, p.int8Unit, 128, "AVX-512 VNNI vpdpbusd");
   } else if (features & plan::kFeatAVXVNNI) {
-    p.int8Gops = bestRate(16 * 64 / 1e9, n, vnni256);
+    p.int8Gops = bestRate(16 * 64 / 1e9, n, vnni256, 64);
     p.int8Unit = "AVX-VNNI vpdpbusd, measured";
   } else if (__builtin_cpu_supports("avx2")) {
-    p.int8Gops = bestRate(16 * 64 / 1e9, n, maddubs256);
+    p.int8Gops = bestRate(16 * 64 / 1e9, n, maddubs256, 64);
     p.int8Unit = "AVX2 vpmaddubsw, measured";
   }
   if (__builtin_cpu_supports("avx512f")) {
-    p.fp32Gflops = bestRate(16 * 32 / 1e9, n, fma512);
+    p.fp32Gflops = bestRate(16 * 32 / 1e9, n, fma512, 64);
     p.fp32Unit = "AVX-512 FMA, measured";
+    fromModel(p.fp32Gflops, p.fp32Unit, 32, "AVX-512 FMA");
   } else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
-    p.fp32Gflops = bestRate(16 * 16 / 1e9, n, fma256);
+    p.fp32Gflops = bestRate(16 * 16 / 1e9, n, fma256, 64);
     p.fp32Unit = "AVX2 FMA, measured";
   }
 #endif
