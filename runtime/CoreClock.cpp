@@ -32,6 +32,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <string>
 
 #if defined(__x86_64__)
 #include <cpuid.h>
@@ -165,32 +166,36 @@ __attribute__((target("avx2,fma"))) void fma256(int64_t n) {
 }
 #undef QATC_CHAINS
 
-/// 512-bit vpdpbusd and FMA instructions per cycle of a core of this vendor,
-/// family and model, where these fix it (both run on the same pipes), and
-/// the model's name for the report; 0 where SKUs of one model differ
-/// (Skylake-SP and Cascade Lake Xeons have one or two FMA units) or the
-/// model is not listed: then the rate is measured.
-int zmmPerCycle(std::string &which) {
+/// The vendor string, display family and display model cpuid reports
+/// (GenuineIntel, 6, 207 on an Emerald Rapids Xeon); false where cpuid has
+/// no leaf 1.
+bool cpuModel(std::string &vendor, unsigned &family, unsigned &model) {
   unsigned a = 0, b = 0, c = 0, d = 0;
   if (!__get_cpuid(0, &a, &b, &c, &d))
-    return 0;
-  char vendor[13] = {};
-  std::copy_n(reinterpret_cast<const char *>(&b), 4, vendor);
-  std::copy_n(reinterpret_cast<const char *>(&d), 4, vendor + 4);
-  std::copy_n(reinterpret_cast<const char *>(&c), 4, vendor + 8);
+    return false;
+  char id[13] = {};
+  std::copy_n(reinterpret_cast<const char *>(&b), 4, id);
+  std::copy_n(reinterpret_cast<const char *>(&d), 4, id + 4);
+  std::copy_n(reinterpret_cast<const char *>(&c), 4, id + 8);
+  vendor = id;
   if (!__get_cpuid(1, &a, &b, &c, &d))
-    return 0;
-  unsigned family = (a >> 8) & 0xf, model = (a >> 4) & 0xf;
+    return false;
+  family = (a >> 8) & 0xf;
+  model = (a >> 4) & 0xf;
   if (family == 0xf)
     family += (a >> 20) & 0xff;
   if (family == 6 || family >= 0xf)
     model |= ((a >> 16) & 0xf) << 4;
-  char name[64];
-  std::snprintf(name, sizeof name, "%s family %u model %u", vendor, family,
-                model);
-  which = name;
-  std::string v = vendor;
-  if (v == "GenuineIntel" && family == 6) {
+  return true;
+}
+
+#endif
+
+} // namespace
+
+int qatc::rt::zmmPerCycle(const std::string &vendor, unsigned family,
+                          unsigned model) {
+  if (vendor == "GenuineIntel" && family == 6) {
     switch (model) {
     case 106: // Ice Lake-SP
     case 108: // Ice Lake-D
@@ -205,11 +210,11 @@ int zmmPerCycle(std::string &which) {
     case 141:
     case 167: // Rocket Lake
       return 1;
-    default:
+    default: // Skylake-SP and Cascade Lake (85): one or two FMA units by SKU
       return 0;
     }
   }
-  if (v == "AuthenticAMD") {
+  if (vendor == "AuthenticAMD") {
     if (family == 0x19) // Zen 4: 512-bit ops in two 256-bit halves
       return 1;
     // Zen 5 with the full 512-bit datapath: Turin (and its dense cores) and
@@ -219,10 +224,6 @@ int zmmPerCycle(std::string &which) {
   }
   return 0;
 }
-
-#endif
-
-} // namespace
 
 double qatc::rt::measureCoreGHz() {
   constexpr int64_t kBlocks = 1 << 14; // x 32 imuls x 3 cycles: ~1.6 M cycles
@@ -252,8 +253,14 @@ qatc::rt::HostPeak qatc::rt::measureHostPeak() {
   // 16 instructions per iteration: about 40 us per sample, and many samples
   // (bestRate's best), so a quiet moment of the core is among them.
   constexpr int64_t n = 1 << 12;
-  std::string model;
-  const int perCycle = zmmPerCycle(model);
+  std::string vendor, model;
+  unsigned family = 0, modelNumber = 0;
+  int perCycle = 0;
+  if (cpuModel(vendor, family, modelNumber)) {
+    perCycle = rt::zmmPerCycle(vendor, family, modelNumber);
+    model = vendor + " family " + std::to_string(family) + " model " +
+            std::to_string(modelNumber);
+  }
   // The model's rate times the clock where it is known; the measured rate
   // goes into the report beside it.
   auto fromModel = [&](double &peak, std::string &unit, double opsPerInstr,

@@ -171,6 +171,11 @@ struct HostPeak {
 };
 /// Measures the peaks of the calling thread's core (about 50 ms).
 HostPeak measureHostPeak();
+/// 512-bit vpdpbusd (and FMA) instructions a core issues per cycle, from its
+/// cpuid vendor string, family and model (display family and model); 0
+/// where the model does not fix it (SKUs differ, or not listed): then
+/// measureHostPeak measures the rate.
+int zmmPerCycle(const std::string &vendor, unsigned family, unsigned model);
 
 /// Copies tensor `t` out of the arena into row-major ONNX order, as its
 /// stored type (quantized data as the ONNX integers: the stored offset is
