@@ -12,15 +12,18 @@
 // CHECK: func.func @qatc_layer_1(
 // CHECK-SAME: qatc.kernel = "vnni-conv {{[0-9]+}}x{{[0-9]+}} +sigmoid+mul+quantize"
 // The epilogue computes 4 pixels' 16 channels at once (64 lanes). The
-// chain is quantized: exp(-x) is the short form, 2^t split by vreduceps (no
-// rounding of the exponent, no Cody-Waite steps) and scaled by vscalefps.
+// chain is quantized: exp(-x) is the short form, 2^t split by vreduceps
+// rounding down (imm 9; no Cody-Waite steps) and scaled by vscalefps by
+// 2^floor(t) of t itself, with no subtraction between them.
 // Around a chain that rounds more than once (exp, sigmoid), the
 // requantization is one FMA and the quotient by the output scale 0.1 a
 // multiplication by 10.
 // CHECK: %[[ACC:.*]] = arith.sitofp {{.*}} : vector<64xi32> to vector<64xf32>
 // CHECK: math.fma %[[ACC]], {{.*}} : vector<64xf32>
 // CHECK-NOT: math.roundeven
-// CHECK: llvm.x86.avx512.mask.reduce.ps.512
+// CHECK: %[[DOWN:.*]] = arith.constant 9 : i32
+// CHECK: llvm.x86.avx512.mask.reduce.ps.512"({{[^,]*}}, %[[DOWN]],
+// CHECK-NOT: arith.subf
 // CHECK: llvm.x86.avx512.mask.scalef.ps.512
 // CHECK: %[[TEN:.*]] = arith.constant dense<1.000000e+01> : vector<64xf32>
 // CHECK-NEXT: arith.mulf {{.*}}, %[[TEN]] : vector<64xf32>
