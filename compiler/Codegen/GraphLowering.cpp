@@ -399,6 +399,35 @@ void GraphLowering::fillEpilogueOut(Epilogue &ep, const CTensor &o) {
   }
 }
 
+void GraphLowering::boundChainQuotient(
+    Epilogue &ep, int64_t channels,
+    llvm::function_ref<std::pair<int64_t, int64_t>(int64_t)> accRange,
+    llvm::function_ref<float(int64_t, int64_t)> channel) {
+  // The chain's input is the accumulator's affine image only without a
+  // residual, a second quantization or an activation after the add.
+  if (!ep.quantOut || !ep.chainApproximate || !ep.chainBound ||
+      ep.multOff < 0 || ep.midQuant || ep.hasResidual || ep.hasPost)
+    return;
+  double worst = 0;
+  for (int64_t c = 0; c < channels; ++c) {
+    auto [lo, hi] = accRange(c);
+    double m = channel(ep.multOff, c);
+    if (ep.scaleOff >= 0)
+      m *= channel(ep.scaleOff, c);
+    double b = ep.biasOff >= 0 ? channel(ep.biasOff, c) : 0.0;
+    double x0 = lo * m + b, x1 = hi * m + b;
+    std::optional<std::pair<double, double>> r =
+        ep.chainBound({std::min(x0, x1), std::max(x0, x1)});
+    if (!r)
+      return;
+    worst = std::max({worst, std::abs(r->first), std::abs(r->second)});
+  }
+  // Twice the bound covers the f32 roundings of y and of the chain's
+  // approximate steps many times over.
+  ep.chainQuotientFits =
+      2 * worst / ep.outScale + std::abs(double(ep.outZp)) < 0x1p30;
+}
+
 void GraphLowering::foldRequantization(
     Epilogue &ep, int64_t channels,
     llvm::function_ref<std::pair<int64_t, int64_t>(int64_t)> accRange) {
@@ -407,17 +436,19 @@ void GraphLowering::foldRequantization(
   // as it stands) keep the two-step form, and so does a residual or a
   // second quantization other than the requantized add.
   const bool add = ep.midQuant && ep.hasResidual;
+  auto channel = [&](int64_t off, int64_t c) {
+    float v;
+    std::memcpy(&v, out.weights.data() + off + 4 * c, 4);
+    return v;
+  };
+  if (ep.chain)
+    boundChainQuotient(ep, channels, accRange, channel);
   if (!hasAvx512(target.isa) || !ep.quantOut || ep.multOff < 0 || ep.chain ||
       (ep.hasAct && !(ep.actLo <= ep.actHi)) ||
       (!add && (ep.midQuant || ep.hasResidual || ep.hasPost)))
     return;
   if (add)
     foldResidualAdd(ep);
-  auto channel = [&](int64_t off, int64_t c) {
-    float v;
-    std::memcpy(&v, out.weights.data() + off + 4 * c, 4);
-    return v;
-  };
   std::vector<Requant> rs(channels);
   std::vector<std::pair<int64_t, int64_t>> ranges(channels);
   std::pair<bool, bool> clamps{false, false};

@@ -142,10 +142,17 @@ struct ChainArg {
   int slot = 0;
   float value = 0;
   int64_t offset = -1;
+  /// A Channel constant's smallest and largest value (ChainProgram::bound).
+  float lo = 0, hi = 0;
 };
+/// [lo, hi] of the values a chain step can take (both finite).
+using ChainRange = std::pair<double, double>;
 struct ChainStep {
   ScalarFn fn;
   std::vector<ChainArg> args;
+  /// The step's range from its operands' (ChainProgram::bound); unset where
+  /// the op has no rule here.
+  std::function<std::optional<ChainRange>(ArrayRef<ChainRange>)> range;
 };
 /// A chain compiled to steps, independent of the IR: values 0..inputs-1
 /// are the inputs, then one per step; `result` is the chain's value (a
@@ -160,6 +167,11 @@ struct ChainProgram {
   /// The chain ends in a QuantizeLinear, or its result reaches only
   /// quantizations (KB::quantizedChain while it runs).
   bool quantized = false;
+  /// The range of the chain's result for a single input in `in`, by
+  /// interval arithmetic over its steps; nullopt where a step has no rule or
+  /// the range is not finite. It holds for the exact values; an approximate
+  /// step's result may leave it by its ulps.
+  std::optional<ChainRange> bound(ChainRange in) const;
   /// The chain on `in` (scalars or 16-lane vectors); `channel(offset)` loads
   /// a per-channel constant.
   Value run(KB &k, ArrayRef<Value> in,
@@ -517,6 +529,13 @@ private:
     }
     return {lo, hi};
   }
+  /// Sets Epilogue::chainQuotientFits where the chain's result over every
+  /// accumulator of its channels (accRange) divided by the output scale
+  /// stays well inside int32. `channel(off, c)` reads a per-channel f32.
+  void boundChainQuotient(
+      Epilogue &ep, int64_t channels,
+      llvm::function_ref<std::pair<int64_t, int64_t>(int64_t)> accRange,
+      llvm::function_ref<float(int64_t, int64_t)> channel);
   /// The one-step requantization of `ep` (Epilogue::foldMulOff), where
   /// OneStepRequant proves it exact for every channel over the accumulators
   /// its weights allow (`accRange`: channel -> [min, max]); else `ep` keeps

@@ -270,7 +270,8 @@ Value KB::quantize(Value y, float scale, int64_t zp, int64_t qmin,
 static Value clampedQuotient(KB &k, Value y, float scale, float lo, float hi,
                              bool finite, float yLo, float yHi,
                              bool approximate = false,
-                             bool saturatesBelow = false) {
+                             bool saturatesBelow = false,
+                             bool saturatesAbove = false) {
   OpBuilder &b = k.b;
   Type t = y.getType();
   // A finite y needs no NaN handling in the clamp (nor the sign of a zero:
@@ -312,8 +313,13 @@ static Value clampedQuotient(KB &k, Value y, float scale, float lo, float hi,
                       .getResult()
                 : b.create<arith::DivFOp>(k.loc, y, k.floatLike(t, scale))
                       .getResult();
-  if (approximate && saturatesBelow)
-    return b.create<arith::MinimumFOp>(k.loc, q, k.floatLike(t, hi), fm);
+  if (approximate && (saturatesBelow || saturatesAbove)) {
+    if (!saturatesBelow)
+      q = b.create<arith::MaximumFOp>(k.loc, q, k.floatLike(t, lo), fm);
+    if (!saturatesAbove)
+      q = b.create<arith::MinimumFOp>(k.loc, q, k.floatLike(t, hi), fm);
+    return q;
+  }
   return clamp(q, lo, hi);
 }
 
@@ -325,10 +331,10 @@ Value KB::roundedQuotient(Value y, float scale, float lo, float hi,
 
 Value KB::quantizeWide(Value y, float scale, int64_t zp, float lo, float hi,
                        bool finite, float yLo, float yHi, bool approximate,
-                       bool saturatesBelow) {
+                       bool saturatesBelow, bool saturatesAbove) {
   Type t = y.getType();
   Value q = clampedQuotient(*this, y, scale, lo, hi, finite, yLo, yHi,
-                            approximate, saturatesBelow);
+                            approximate, saturatesBelow, saturatesAbove);
   return b.create<arith::AddIOp>(loc, roundToI32(q), intLike(like(t, i32), zp));
 }
 
@@ -859,14 +865,20 @@ void qatc::codegen::emitEpilogue(KB &k, const Epilogue &ep,
     bool finite = intAcc && !ep.chain;
     if (k.avx512 && parts >= 2) {
       // The packs saturate to the stored type: where that is the whole
-      // range and the zero point is >= 0, an approximate quotient needs no
-      // lower clamp (one instruction of a SiLU epilogue's 23 per 16
-      // outputs).
-      bool saturatesBelow =
-          approximate && ep.outZp >= 0 && ep.qmin == (ep.qmin < 0 ? -128 : 0);
+      // range, an approximate quotient needs no clamp at that end (one
+      // instruction each of a SiLU epilogue's 22 per 16 outputs). Below,
+      // vcvtps2dq's 0x80000000 (NaN, -inf, or a quotient past int32) plus
+      // a zero point >= 0 stays below the range; above, only a quotient
+      // known to fit int32 (Epilogue::chainQuotientFits) converts to
+      // itself.
+      const bool fits = approximate && ep.chainQuotientFits;
+      bool saturatesBelow = approximate && (ep.outZp >= 0 || fits) &&
+                            ep.qmin == (ep.qmin < 0 ? -128 : 0);
+      bool saturatesAbove = fits && ep.qmax == (ep.qmin < 0 ? 127 : 255);
       Value qi = k.quantizeWide(y, ep.outScale, ep.outZp, lo, hi, finite, a, z,
-                                approximate, saturatesBelow);
-      storePacked(k, qi, ep.qmin < 0, outs, mask, /*clamped=*/!saturatesBelow,
+                                approximate, saturatesBelow, saturatesAbove);
+      storePacked(k, qi, ep.qmin < 0, outs, mask,
+                  /*clamped=*/!saturatesBelow && !saturatesAbove,
                   /*offset128=*/false, interleaved64);
       return;
     }

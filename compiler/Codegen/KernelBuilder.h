@@ -22,7 +22,9 @@
 #include "mlir/IR/Builders.h"
 
 #include <functional>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace qatc::codegen {
@@ -152,13 +154,16 @@ public:
   /// with exp or sigmoid in it), so the quotient is a multiplication by
   /// RN(1 / scale), within an ulp of the division, rather than the division
   /// or its exact three-instruction form. `saturatesBelow` (approximate
-  /// only): the caller's narrowing saturates at lo + zp and zp >= 0, which
-  /// keeps vcvtps2dq's 0x80000000 (NaN, -inf, under -2^31) below it, so the
-  /// quotient is clamped above only.
+  /// only): the caller's narrowing saturates at lo + zp, and vcvtps2dq's
+  /// 0x80000000 (NaN, -inf, under -2^31) plus zp stays below it, so the
+  /// quotient is not clamped below. `saturatesAbove` (approximate only):
+  /// the narrowing saturates at hi + zp and every quotient is known to fit
+  /// int32, so it is not clamped above.
   mlir::Value quantizeWide(mlir::Value y, float scale, int64_t zp, float lo,
                            float hi, bool finite = false, float yLo = 1.f,
                            float yHi = 0.f, bool approximate = false,
-                           bool saturatesBelow = false);
+                           bool saturatesBelow = false,
+                           bool saturatesAbove = false);
   /// `y / scale` clamped to [lo, hi] and rounded half to even, as f32: the
   /// stored value minus its zero point, for a quantize-dequantize round trip
   /// that needs no integer (one vrndscaleps, not vcvtps2dq, the zero point
@@ -254,6 +259,17 @@ struct Epilogue {
   /// it, so on AVX-512 the requantization before it is one FMA and the
   /// quotient after it a multiplication (emitEpilogue).
   bool chainApproximate = false;
+  /// The range of the chain's result for an input range (ChainProgram::
+  /// bound), where known.
+  std::function<std::optional<std::pair<double, double>>(
+      std::pair<double, double>)>
+      chainBound;
+  /// Every quotient of the chain's result by the output scale, plus the
+  /// zero point, lies well inside int32 (GraphLowering::foldRequantization
+  /// bounds it from the accumulator's range): an approximate quantization
+  /// leaves its upper clamp to the packs where the stored type's maximum is
+  /// the quantization's.
+  bool chainQuotientFits = false;
   float outScale = 1;
   int64_t outZp = 0, qmin = 0, qmax = 255; ///< stored domain
 

@@ -22,6 +22,7 @@
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/SaveAndRestore.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -344,6 +345,52 @@ static bool feedsOnlyQuantize(Value v, int depth = 3) {
   return true;
 }
 
+/// The range rule of a chain op (ChainStep::range), for the ops whose
+/// result interval follows from their operands' by a few lines; none for
+/// the others (exp, erf, log, ...), which leave the chain unbounded.
+static std::function<std::optional<ChainRange>(ArrayRef<ChainRange>)>
+stepRange(Operation *op) {
+  using Args = ArrayRef<ChainRange>;
+  using R = std::optional<ChainRange>;
+  auto product = [](ChainRange a, ChainRange b) {
+    double v[] = {a.first * b.first, a.first * b.second, a.second * b.first,
+                  a.second * b.second};
+    return ChainRange{*std::min_element(v, v + 4), *std::max_element(v, v + 4)};
+  };
+  if (isa<onnx::SigmoidOp, onnx::HardSigmoidOp>(op))
+    return [](Args) -> R { return ChainRange{0, 1}; };
+  if (isa<onnx::TanhOp>(op))
+    return [](Args) -> R { return ChainRange{-1, 1}; };
+  // x * HardSigmoid(x): within x * [0, 1].
+  if (isa<onnx::HardSwishOp>(op))
+    return [=](Args a) -> R { return product(a[0], {0, 1}); };
+  if (isa<onnx::ReluOp>(op))
+    return [](Args a) -> R {
+      return ChainRange{std::max(a[0].first, 0.0), std::max(a[0].second, 0.0)};
+    };
+  if (auto clip = dyn_cast<onnx::ClipOp>(op)) {
+    double lo = clip.getMin() ? clip.getMin()->convertToDouble()
+                              : -std::numeric_limits<double>::infinity();
+    double hi = clip.getMax() ? clip.getMax()->convertToDouble()
+                              : std::numeric_limits<double>::infinity();
+    return [=](Args a) -> R {
+      return ChainRange{std::min(std::max(a[0].first, lo), hi),
+                        std::min(std::max(a[0].second, lo), hi)};
+    };
+  }
+  if (isa<onnx::MulOp>(op))
+    return [=](Args a) -> R { return product(a[0], a[1]); };
+  if (isa<onnx::AddOp>(op))
+    return [](Args a) -> R {
+      return ChainRange{a[0].first + a[1].first, a[0].second + a[1].second};
+    };
+  if (isa<onnx::SubOp>(op))
+    return [](Args a) -> R {
+      return ChainRange{a[0].first - a[1].second, a[0].second - a[1].first};
+    };
+  return nullptr;
+}
+
 ChainProgram GraphLowering::chainProgram(const Chain &c, Value seed,
                                          int64_t channelAxis,
                                          std::vector<Src> *mapInputs) {
@@ -401,16 +448,40 @@ ChainProgram GraphLowering::chainProgram(const Chain &c, Value seed,
           vals.assign(channels, vals[0]);
         a.kind = ChainArg::Channel;
         a.offset = addChannels(vals, channels);
+        auto [lo, hi] = std::minmax_element(vals.begin(), vals.end());
+        a.lo = *lo;
+        a.hi = *hi;
       } else {
         llvm_unreachable("map inputs are numbered above");
       }
       step.args.push_back(a);
     }
+    step.range = stepRange(op);
     slot[op->getResult(0)] = p.inputs + p.steps.size();
     p.steps.push_back(std::move(step));
   }
   p.result = slot.lookup(c.exit);
   return p;
+}
+
+std::optional<ChainRange> ChainProgram::bound(ChainRange in) const {
+  if (inputs != 1)
+    return std::nullopt;
+  std::vector<ChainRange> vals = {in};
+  for (const ChainStep &s : steps) {
+    if (!s.range)
+      return std::nullopt;
+    SmallVector<ChainRange> args;
+    for (const ChainArg &a : s.args)
+      args.push_back(a.kind == ChainArg::Slot     ? vals[a.slot]
+                     : a.kind == ChainArg::Scalar ? ChainRange{a.value, a.value}
+                                                  : ChainRange{a.lo, a.hi});
+    std::optional<ChainRange> r = s.range(args);
+    if (!r || !std::isfinite(r->first) || !std::isfinite(r->second))
+      return std::nullopt;
+    vals.push_back(*r);
+  }
+  return vals[result];
 }
 
 Value ChainProgram::run(KB &k, ArrayRef<Value> in,
@@ -446,6 +517,7 @@ int GraphLowering::epilogueOutput(
   fillEpilogueOut(ep, tensors[o]);
   ep.chainName = " +" + program->name;
   ep.chainApproximate = program->approximate;
+  ep.chainBound = [program](ChainRange in) { return program->bound(in); };
   ep.chain = [program](KB &k, Value y,
                        llvm::function_ref<Value(int64_t)> channels) {
     return program->run(k, {y}, channels);

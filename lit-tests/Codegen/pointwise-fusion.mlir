@@ -17,7 +17,9 @@
 // 2^floor(t) of t itself, with no subtraction between them.
 // Around a chain that rounds more than once (exp, sigmoid), the
 // requantization is one FMA and the quotient by the output scale 0.1 a
-// multiplication by 10.
+// multiplication by 10. SiLU(x) is within x's range, and x within the
+// accumulator's affine image, so the quotient fits int32 and the packs'
+// saturation is its clamp at both ends: no minimumf / maximumf on it.
 // CHECK: %[[ACC:.*]] = arith.sitofp {{.*}} : vector<64xi32> to vector<64xf32>
 // CHECK: math.fma %[[ACC]], {{.*}} : vector<64xf32>
 // CHECK-NOT: math.roundeven
@@ -27,6 +29,8 @@
 // CHECK: llvm.x86.avx512.mask.scalef.ps.512
 // CHECK: %[[TEN:.*]] = arith.constant dense<1.000000e+01> : vector<64xf32>
 // CHECK-NEXT: arith.mulf {{.*}}, %[[TEN]] : vector<64xf32>
+// CHECK-NOT: arith.minimumf
+// CHECK-NOT: arith.maximumf
 // CHECK: llvm.x86.avx512.mask.cvtps2dq.512
 // CHECK: func.func @qatc_layer_2(
 // CHECK-SAME: qatc.kernel = "vnni-conv {{[0-9]+}}x{{[0-9]+}}"}
@@ -55,6 +59,38 @@ func.func @silu(%x: tensor<1x8x6x6xf32>) -> tensor<1x4x6x6xf32> {
   %w2 = onnx.DequantizeLinear(%wq2, %ws2, %wz2) {axis = 0 : i64} : (tensor<4x16x1x1xi8>, tensor<4xf32>, tensor<4xi8>) -> tensor<4x16x1x1xf32>
   %y = onnx.Conv(%dq2, %w2) {kernel_shape = array<i64: 1, 1>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : (tensor<1x16x6x6xf32>, tensor<4x16x1x1xf32>) -> tensor<1x4x6x6xf32>
   return %y : tensor<1x4x6x6xf32>
+}
+
+// -----
+
+// Exp has no range rule (ChainProgram::bound): its quotient by the output
+// scale may leave int32, so the approximate quantization keeps its clamp
+// above (and, the zero point being >= 0, leaves the one below to the
+// packs).
+// CHECK-LABEL: func.func @qatc_layer_0(
+// CHECK: func.func @qatc_layer_1(
+// CHECK-SAME: qatc.kernel = "vnni-conv {{[0-9]+}}x{{[0-9]+}} +exp+quantize"
+// CHECK: %[[TEN:.*]] = arith.constant dense<1.000000e+01> : vector<64xf32>
+// CHECK-NEXT: arith.mulf {{.*}}, %[[TEN]] : vector<64xf32>
+// CHECK-NOT: arith.maximumf
+// CHECK: arith.minimumf
+// CHECK: llvm.x86.avx512.mask.cvtps2dq.512
+func.func @exp(%x: tensor<1x8x6x6xf32>) -> tensor<1x16x6x6xf32> {
+  %s = onnx.Constant dense<0.05> : tensor<f32>
+  %z = onnx.Constant dense<0> : tensor<i8>
+  %s2 = onnx.Constant dense<0.1> : tensor<f32>
+  %ws = onnx.Constant dense<0.01> : tensor<16xf32>
+  %wz = onnx.Constant dense<0> : tensor<16xi8>
+  %wq = onnx.Constant dense<3> : tensor<16x8x3x3xi8>
+  %b = onnx.Constant dense<0.5> : tensor<16xf32>
+  %q = onnx.QuantizeLinear(%x, %s, %z) : (tensor<1x8x6x6xf32>, tensor<f32>, tensor<i8>) -> tensor<1x8x6x6xi8>
+  %dq = onnx.DequantizeLinear(%q, %s, %z) : (tensor<1x8x6x6xi8>, tensor<f32>, tensor<i8>) -> tensor<1x8x6x6xf32>
+  %w = onnx.DequantizeLinear(%wq, %ws, %wz) {axis = 0 : i64} : (tensor<16x8x3x3xi8>, tensor<16xf32>, tensor<16xi8>) -> tensor<16x8x3x3xf32>
+  %c = onnx.Conv(%dq, %w, %b) {kernel_shape = array<i64: 3, 3>, strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>} : (tensor<1x8x6x6xf32>, tensor<16x8x3x3xf32>, tensor<16xf32>) -> tensor<1x16x6x6xf32>
+  %e = onnx.Exp(%c) : (tensor<1x16x6x6xf32>) -> tensor<1x16x6x6xf32>
+  %q2 = onnx.QuantizeLinear(%e, %s2, %z) : (tensor<1x16x6x6xf32>, tensor<f32>, tensor<i8>) -> tensor<1x16x6x6xi8>
+  %dq2 = onnx.DequantizeLinear(%q2, %s2, %z) : (tensor<1x16x6x6xi8>, tensor<f32>, tensor<i8>) -> tensor<1x16x6x6xf32>
+  return %dq2 : tensor<1x16x6x6xf32>
 }
 
 // -----
