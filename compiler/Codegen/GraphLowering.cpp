@@ -399,16 +399,16 @@ void GraphLowering::fillEpilogueOut(Epilogue &ep, const CTensor &o) {
   }
 }
 
-void GraphLowering::boundChainQuotient(
+void GraphLowering::boundChain(
     Epilogue &ep, int64_t channels,
     llvm::function_ref<std::pair<int64_t, int64_t>(int64_t)> accRange,
     llvm::function_ref<float(int64_t, int64_t)> channel) {
   // The chain's input is the accumulator's affine image only without a
   // residual, a second quantization or an activation after the add.
-  if (!ep.quantOut || !ep.chainApproximate || !ep.chainBound ||
-      ep.multOff < 0 || ep.midQuant || ep.hasResidual || ep.hasPost)
+  if (ep.multOff < 0 || ep.midQuant || ep.hasResidual || ep.hasPost)
     return;
-  double worst = 0;
+  double xLo = INFINITY, xHi = -INFINITY, worst = 0;
+  bool bounded = ep.chainBound != nullptr;
   for (int64_t c = 0; c < channels; ++c) {
     auto [lo, hi] = accRange(c);
     double m = channel(ep.multOff, c);
@@ -416,15 +416,24 @@ void GraphLowering::boundChainQuotient(
       m *= channel(ep.scaleOff, c);
     double b = ep.biasOff >= 0 ? channel(ep.biasOff, c) : 0.0;
     double x0 = lo * m + b, x1 = hi * m + b;
+    xLo = std::min({xLo, x0, x1});
+    xHi = std::max({xHi, x0, x1});
     std::optional<std::pair<double, double>> r =
-        ep.chainBound({std::min(x0, x1), std::max(x0, x1)});
-    if (!r)
-      return;
-    worst = std::max({worst, std::abs(r->first), std::abs(r->second)});
+        bounded ? ep.chainBound({std::min(x0, x1), std::max(x0, x1)})
+                : std::nullopt;
+    bounded = r.has_value();
+    if (r)
+      worst = std::max({worst, std::abs(r->first), std::abs(r->second)});
   }
+  // Widened by a part in a million for y's own f32 roundings (the affine
+  // image in f32, not in reals).
+  double slack = 1e-6 * std::max(std::abs(xLo), std::abs(xHi));
+  if (channels > 0 && std::isfinite(xLo) && std::isfinite(xHi))
+    ep.chainInputRange = std::pair{xLo - slack, xHi + slack};
   // Twice the bound covers the f32 roundings of y and of the chain's
   // approximate steps many times over.
   ep.chainQuotientFits =
+      ep.quantOut && ep.chainApproximate && bounded &&
       2 * worst / ep.outScale + std::abs(double(ep.outZp)) < 0x1p30;
 }
 
@@ -442,7 +451,7 @@ void GraphLowering::foldRequantization(
     return v;
   };
   if (ep.chain)
-    boundChainQuotient(ep, channels, accRange, channel);
+    boundChain(ep, channels, accRange, channel);
   if (!hasAvx512(target.isa) || !ep.quantOut || ep.multOff < 0 || ep.chain ||
       (ep.hasAct && !(ep.actLo <= ep.actHi)) ||
       (!add && (ep.midQuant || ep.hasResidual || ep.hasPost)))

@@ -529,13 +529,14 @@ private:
     }
     return {lo, hi};
   }
-  /// Sets Epilogue::chainQuotientFits where the chain's result over every
-  /// accumulator of its channels (accRange) divided by the output scale
-  /// stays well inside int32. `channel(off, c)` reads a per-channel f32.
-  void boundChainQuotient(
-      Epilogue &ep, int64_t channels,
-      llvm::function_ref<std::pair<int64_t, int64_t>(int64_t)> accRange,
-      llvm::function_ref<float(int64_t, int64_t)> channel);
+  /// Sets Epilogue::chainInputRange, the range of the chain's input over
+  /// every accumulator of its channels (accRange), and chainQuotientFits
+  /// where the chain's result over it divided by the output scale stays
+  /// well inside int32. `channel(off, c)` reads a per-channel f32.
+  void
+  boundChain(Epilogue &ep, int64_t channels,
+             llvm::function_ref<std::pair<int64_t, int64_t>(int64_t)> accRange,
+             llvm::function_ref<float(int64_t, int64_t)> channel);
   /// The one-step requantization of `ep` (Epilogue::foldMulOff), where
   /// OneStepRequant proves it exact for every channel over the accumulators
   /// its weights allow (`accRange`: channel -> [min, max]); else `ep` keeps

@@ -16,6 +16,7 @@
 
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "llvm/Support/SaveAndRestore.h"
 
 #include <algorithm>
 #include <cmath>
@@ -484,12 +485,15 @@ Value KB::sigmoid(Value x) {
   // Newton step below (an infinite d would make it inf * 0). The sigmoid
   // below x = -88, under 2^-126, is then 0 or that bound's. The short form
   // stops at 2^127; NaN passes through the clamp. It needs none below:
-  // vreduceps gives 0 for -inf, and vscalefps 0 for any t under -150.
+  // vreduceps gives 0 for -inf, and vscalefps 0 for any t under -150. Nor
+  // above where x is known to stay over -87 (argRange: a chain's input is
+  // an accumulator's affine image), so that t stays under 126.
   Value e;
   if (shortExp) {
     int64_t n = vt.getNumElements();
     Value te = b.create<arith::MulFOp>(loc, x, splatF(-1.44269504f, n));
-    te = b.create<arith::MinimumFOp>(loc, te, splatF(127.f, n));
+    if (!argRange || !(argRange->first > -87.0))
+      te = b.create<arith::MinimumFOp>(loc, te, splatF(127.f, n));
     e = exp2Short(*this, te);
   } else {
     e = expOf(x, /*negated=*/true);
@@ -844,6 +848,8 @@ void qatc::codegen::emitEpilogue(KB &k, const Epilogue &ep,
   if (ep.hasPost && !postJoins)
     y = clamp(y, ep.postLo, ep.postHi);
   if (ep.chain) {
+    llvm::SaveAndRestore<std::optional<std::pair<double, double>>> range(
+        k.chainInputRange, ep.chainInputRange);
     Value first = k.add(c0, k.c(ep.chainChannelBase));
     y = ep.chain(k, y, [&](int64_t off) {
       return channelVecAt(off, first, nullptr, true);

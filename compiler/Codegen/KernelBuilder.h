@@ -50,6 +50,12 @@ public:
   /// exp may then be the shorter form (KB::sigmoid), whose error of a few
   /// ulps moves the quotient by under 1e-4 of a step.
   bool quantizedChain = false;
+  /// The range of a fused chain's input while the chain is emitted
+  /// (Epilogue::chainInputRange), and of the first operand of the step
+  /// being emitted (ChainProgram::run carries it through the steps), where
+  /// known: KB::sigmoid's short form then leaves out the clamp of exp's
+  /// argument that no operand can reach.
+  std::optional<std::pair<double, double>> chainInputRange, argRange;
 
   mlir::Value c(int64_t v);
   mlir::Value cf(float v);
@@ -270,6 +276,9 @@ struct Epilogue {
   /// leaves its upper clamp to the packs where the stored type's maximum is
   /// the quantization's.
   bool chainQuotientFits = false;
+  /// The range of the chain's input, the accumulator's affine image over
+  /// every channel (GraphLowering::boundChain), where known.
+  std::optional<std::pair<double, double>> chainInputRange;
   float outScale = 1;
   int64_t outZp = 0, qmin = 0, qmax = 255; ///< stored domain
 

@@ -488,7 +488,33 @@ Value ChainProgram::run(KB &k, ArrayRef<Value> in,
                         llvm::function_ref<Value(int64_t)> channel) const {
   SmallVector<Value> vals(in.begin(), in.end());
   llvm::SaveAndRestore<bool> coarse(k.quantizedChain, quantized);
+  // Each value's range, where the input's is known and the steps so far
+  // have rules.
+  std::vector<std::optional<ChainRange>> ranges(vals.size());
+  if (inputs == 1 && !ranges.empty())
+    ranges[0] = k.chainInputRange;
   for (const ChainStep &s : steps) {
+    SmallVector<ChainRange> argRanges;
+    for (const ChainArg &a : s.args) {
+      std::optional<ChainRange> r = a.kind == ChainArg::Slot ? ranges[a.slot]
+                                    : a.kind == ChainArg::Scalar
+                                        ? ChainRange{a.value, a.value}
+                                        : ChainRange{a.lo, a.hi};
+      if (!r)
+        break;
+      argRanges.push_back(*r);
+    }
+    bool known = argRanges.size() == s.args.size();
+    llvm::SaveAndRestore<std::optional<ChainRange>> argRange(
+        k.argRange, known && !argRanges.empty()
+                        ? std::optional<ChainRange>(argRanges[0])
+                        : std::nullopt);
+    std::optional<ChainRange> out;
+    if (known && s.range)
+      out = s.range(argRanges);
+    if (out && (!std::isfinite(out->first) || !std::isfinite(out->second)))
+      out.reset();
+    ranges.push_back(out);
     SmallVector<Value> args;
     for (const ChainArg &a : s.args)
       args.push_back(a.kind == ChainArg::Slot      ? vals[a.slot]

@@ -23,6 +23,11 @@
 // CHECK: %[[ACC:.*]] = arith.sitofp {{.*}} : vector<64xi32> to vector<64xf32>
 // CHECK: math.fma %[[ACC]], {{.*}} : vector<64xf32>
 // CHECK-NOT: math.roundeven
+// The conv's output stays over -14 for any input (bias 0.5, 72 weights of
+// 3 at scales 0.05 and 0.01), so exp's argument is not clamped at 127.
+// CHECK: %[[LOG2E:.*]] = arith.constant dense<-1.44269502> : vector<64xf32>
+// CHECK-NEXT: arith.mulf {{.*}}, %[[LOG2E]] : vector<64xf32>
+// CHECK-NOT: arith.minimumf
 // CHECK: %[[DOWN:.*]] = arith.constant 9 : i32
 // CHECK: llvm.x86.avx512.mask.reduce.ps.512"({{[^,]*}}, %[[DOWN]],
 // CHECK-NOT: arith.subf
@@ -59,6 +64,37 @@ func.func @silu(%x: tensor<1x8x6x6xf32>) -> tensor<1x4x6x6xf32> {
   %w2 = onnx.DequantizeLinear(%wq2, %ws2, %wz2) {axis = 0 : i64} : (tensor<4x16x1x1xi8>, tensor<4xf32>, tensor<4xi8>) -> tensor<4x16x1x1xf32>
   %y = onnx.Conv(%dq2, %w2) {kernel_shape = array<i64: 1, 1>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : (tensor<1x16x6x6xf32>, tensor<4x16x1x1xf32>) -> tensor<1x4x6x6xf32>
   return %y : tensor<1x4x6x6xf32>
+}
+
+// -----
+
+// The same SiLU where the conv's output can reach -1.2e5 (weights of 127 at
+// scale 0.1): exp's argument keeps its clamp at 127, which the Newton step
+// of the reciprocal needs finite.
+// CHECK-LABEL: func.func @qatc_layer_0(
+// CHECK: func.func @qatc_layer_1(
+// CHECK-SAME: qatc.kernel = "vnni-conv {{[0-9]+}}x{{[0-9]+}} +sigmoid+mul+quantize"
+// CHECK: %[[LOG2E:.*]] = arith.constant dense<-1.44269502> : vector<64xf32>
+// CHECK-NEXT: %[[T:.*]] = arith.mulf {{.*}}, %[[LOG2E]] : vector<64xf32>
+// CHECK: arith.minimumf %[[T]]
+// CHECK: llvm.x86.avx512.mask.reduce.ps.512
+func.func @silu_wide(%x: tensor<1x8x6x6xf32>) -> tensor<1x16x6x6xf32> {
+  %s = onnx.Constant dense<0.05> : tensor<f32>
+  %z = onnx.Constant dense<0> : tensor<i8>
+  %s2 = onnx.Constant dense<0.1> : tensor<f32>
+  %ws = onnx.Constant dense<0.1> : tensor<16xf32>
+  %wz = onnx.Constant dense<0> : tensor<16xi8>
+  %wq = onnx.Constant dense<127> : tensor<16x8x3x3xi8>
+  %b = onnx.Constant dense<0.5> : tensor<16xf32>
+  %q = onnx.QuantizeLinear(%x, %s, %z) : (tensor<1x8x6x6xf32>, tensor<f32>, tensor<i8>) -> tensor<1x8x6x6xi8>
+  %dq = onnx.DequantizeLinear(%q, %s, %z) : (tensor<1x8x6x6xi8>, tensor<f32>, tensor<i8>) -> tensor<1x8x6x6xf32>
+  %w = onnx.DequantizeLinear(%wq, %ws, %wz) {axis = 0 : i64} : (tensor<16x8x3x3xi8>, tensor<16xf32>, tensor<16xi8>) -> tensor<16x8x3x3xf32>
+  %c = onnx.Conv(%dq, %w, %b) {kernel_shape = array<i64: 3, 3>, strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>} : (tensor<1x8x6x6xf32>, tensor<16x8x3x3xf32>, tensor<16xf32>) -> tensor<1x16x6x6xf32>
+  %sg = onnx.Sigmoid(%c) : (tensor<1x16x6x6xf32>) -> tensor<1x16x6x6xf32>
+  %m = onnx.Mul(%c, %sg) : (tensor<1x16x6x6xf32>, tensor<1x16x6x6xf32>) -> tensor<1x16x6x6xf32>
+  %q2 = onnx.QuantizeLinear(%m, %s2, %z) : (tensor<1x16x6x6xf32>, tensor<f32>, tensor<i8>) -> tensor<1x16x6x6xi8>
+  %dq2 = onnx.DequantizeLinear(%q2, %s2, %z) : (tensor<1x16x6x6xi8>, tensor<f32>, tensor<i8>) -> tensor<1x16x6x6xf32>
+  return %dq2 : tensor<1x16x6x6xf32>
 }
 
 // -----
