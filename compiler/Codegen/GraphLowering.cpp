@@ -416,6 +416,16 @@ void GraphLowering::boundChain(
       m *= channel(ep.scaleOff, c);
     double b = ep.biasOff >= 0 ? channel(ep.biasOff, c) : 0.0;
     double x0 = lo * m + b, x1 = hi * m + b;
+    if (ep.hasAct) {
+      // The activation before the chain, min(max(x, lo), hi) as the
+      // epilogue applies it (even where lo > hi): monotone, so it maps the
+      // range's ends to the image's.
+      auto act = [&](double x) {
+        return std::min(std::max(x, double(ep.actLo)), double(ep.actHi));
+      };
+      x0 = act(x0);
+      x1 = act(x1);
+    }
     xLo = std::min({xLo, x0, x1});
     xHi = std::max({xHi, x0, x1});
     std::optional<std::pair<double, double>> r =

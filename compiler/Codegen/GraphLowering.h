@@ -142,7 +142,7 @@ struct ChainArg {
   int slot = 0;
   float value = 0;
   int64_t offset = -1;
-  /// A Channel constant's smallest and largest value (ChainProgram::bound).
+  /// A Channel constant's smallest and largest value (ChainProgram::ranges).
   float lo = 0, hi = 0;
 };
 /// [lo, hi] of the values a chain step can take (both finite).
@@ -150,7 +150,7 @@ using ChainRange = std::pair<double, double>;
 struct ChainStep {
   ScalarFn fn;
   std::vector<ChainArg> args;
-  /// The step's range from its operands' (ChainProgram::bound); unset where
+  /// The step's range from its operands' (ChainProgram::ranges); unset where
   /// the op has no rule here.
   std::function<std::optional<ChainRange>(ArrayRef<ChainRange>)> range;
 };
@@ -167,11 +167,13 @@ struct ChainProgram {
   /// The chain ends in a QuantizeLinear, or its result reaches only
   /// quantizations (KB::quantizedChain while it runs).
   bool quantized = false;
-  /// The range of the chain's result for a single input in `in`, by
-  /// interval arithmetic over its steps; nullopt where a step has no rule or
-  /// the range is not finite. It holds for the exact values; an approximate
-  /// step's result may leave it by its ulps.
-  std::optional<ChainRange> bound(ChainRange in) const;
+  /// The range of every value (the inputs, then each step's) for a single
+  /// input in `in`, by interval arithmetic over the steps; nullopt from a
+  /// step with no rule on, and where a range is not finite. They hold for
+  /// the exact values; an approximate step's result may leave its range by
+  /// its ulps.
+  std::vector<std::optional<ChainRange>>
+  ranges(std::optional<ChainRange> in) const;
   /// The chain on `in` (scalars or 16-lane vectors); `channel(offset)` loads
   /// a per-channel constant.
   Value run(KB &k, ArrayRef<Value> in,

@@ -265,8 +265,8 @@ struct Epilogue {
   /// it, so on AVX-512 the requantization before it is one FMA and the
   /// quotient after it a multiplication (emitEpilogue).
   bool chainApproximate = false;
-  /// The range of the chain's result for an input range (ChainProgram::
-  /// bound), where known.
+  /// The range of the chain's result for an input range
+  /// (ChainProgram::ranges), where known.
   std::function<std::optional<std::pair<double, double>>(
       std::pair<double, double>)>
       chainBound;

@@ -464,57 +464,49 @@ ChainProgram GraphLowering::chainProgram(const Chain &c, Value seed,
   return p;
 }
 
-std::optional<ChainRange> ChainProgram::bound(ChainRange in) const {
-  if (inputs != 1)
-    return std::nullopt;
-  std::vector<ChainRange> vals = {in};
+std::vector<std::optional<ChainRange>>
+ChainProgram::ranges(std::optional<ChainRange> in) const {
+  std::vector<std::optional<ChainRange>> r(inputs);
+  if (inputs == 1)
+    r[0] = in;
   for (const ChainStep &s : steps) {
-    if (!s.range)
-      return std::nullopt;
     SmallVector<ChainRange> args;
-    for (const ChainArg &a : s.args)
-      args.push_back(a.kind == ChainArg::Slot     ? vals[a.slot]
-                     : a.kind == ChainArg::Scalar ? ChainRange{a.value, a.value}
-                                                  : ChainRange{a.lo, a.hi});
-    std::optional<ChainRange> r = s.range(args);
-    if (!r || !std::isfinite(r->first) || !std::isfinite(r->second))
-      return std::nullopt;
-    vals.push_back(*r);
+    for (const ChainArg &a : s.args) {
+      std::optional<ChainRange> v = a.kind == ChainArg::Slot ? r[a.slot]
+                                    : a.kind == ChainArg::Scalar
+                                        ? ChainRange{a.value, a.value}
+                                        : ChainRange{a.lo, a.hi};
+      if (!v)
+        break;
+      args.push_back(*v);
+    }
+    std::optional<ChainRange> out;
+    if (args.size() == s.args.size() && s.range)
+      out = s.range(args);
+    if (out && (!std::isfinite(out->first) || !std::isfinite(out->second)))
+      out.reset();
+    r.push_back(out);
   }
-  return vals[result];
+  return r;
 }
 
 Value ChainProgram::run(KB &k, ArrayRef<Value> in,
                         llvm::function_ref<Value(int64_t)> channel) const {
   SmallVector<Value> vals(in.begin(), in.end());
   llvm::SaveAndRestore<bool> coarse(k.quantizedChain, quantized);
-  // Each value's range, where the input's is known and the steps so far
-  // have rules.
-  std::vector<std::optional<ChainRange>> ranges(vals.size());
-  if (inputs == 1 && !ranges.empty())
-    ranges[0] = k.chainInputRange;
+  // Each value's range where the input's is known (KB::chainInputRange)
+  // and the steps before have rules: a step's first operand's is
+  // KB::argRange while the step is emitted.
+  std::vector<std::optional<ChainRange>> range = ranges(k.chainInputRange);
   for (const ChainStep &s : steps) {
-    SmallVector<ChainRange> argRanges;
-    for (const ChainArg &a : s.args) {
-      std::optional<ChainRange> r = a.kind == ChainArg::Slot ? ranges[a.slot]
-                                    : a.kind == ChainArg::Scalar
-                                        ? ChainRange{a.value, a.value}
-                                        : ChainRange{a.lo, a.hi};
-      if (!r)
-        break;
-      argRanges.push_back(*r);
-    }
-    bool known = argRanges.size() == s.args.size();
+    const ChainArg *first = s.args.empty() ? nullptr : &s.args[0];
     llvm::SaveAndRestore<std::optional<ChainRange>> argRange(
-        k.argRange, known && !argRanges.empty()
-                        ? std::optional<ChainRange>(argRanges[0])
-                        : std::nullopt);
-    std::optional<ChainRange> out;
-    if (known && s.range)
-      out = s.range(argRanges);
-    if (out && (!std::isfinite(out->first) || !std::isfinite(out->second)))
-      out.reset();
-    ranges.push_back(out);
+        k.argRange,
+        !first                          ? std::nullopt
+        : first->kind == ChainArg::Slot ? range[first->slot]
+        : first->kind == ChainArg::Scalar
+            ? std::optional<ChainRange>({first->value, first->value})
+            : std::optional<ChainRange>({first->lo, first->hi}));
     SmallVector<Value> args;
     for (const ChainArg &a : s.args)
       args.push_back(a.kind == ChainArg::Slot      ? vals[a.slot]
@@ -543,7 +535,9 @@ int GraphLowering::epilogueOutput(
   fillEpilogueOut(ep, tensors[o]);
   ep.chainName = " +" + program->name;
   ep.chainApproximate = program->approximate;
-  ep.chainBound = [program](ChainRange in) { return program->bound(in); };
+  ep.chainBound = [program](ChainRange in) {
+    return program->ranges(in)[program->result];
+  };
   ep.chain = [program](KB &k, Value y,
                        llvm::function_ref<Value(int64_t)> channels) {
     return program->run(k, {y}, channels);

@@ -99,7 +99,7 @@ func.func @silu_wide(%x: tensor<1x8x6x6xf32>) -> tensor<1x16x6x6xf32> {
 
 // -----
 
-// Exp has no range rule (ChainProgram::bound): its quotient by the output
+// Exp has no range rule (ChainProgram::ranges): its quotient by the output
 // scale may leave int32, so the approximate quantization keeps its clamp
 // above (and, the zero point being >= 0, leaves the one below to the
 // packs).
