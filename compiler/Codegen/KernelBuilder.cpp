@@ -439,8 +439,8 @@ Value KB::expOf(Value x, bool negated) {
 /// floor(t) by vreduceps (exact, 0 <= f < 1), a degree-5 polynomial for
 /// 2^f (relative error 1.65e-7, fitted for the relative error over
 /// [0, 1)) and vscalefps, which scales by 2^floor(t) itself: no
-/// instruction computes the integer part (rounding to nearest would need
-/// t - f, one more per 16 lanes of a SiLU epilogue's 24).
+/// instruction computes the integer part (splitting at the nearest integer
+/// would need t - f for vscalefps, one instruction more per 16 lanes).
 static Value exp2Short(KB &k, Value t) {
   OpBuilder &b = k.b;
   int64_t n = cast<VectorType>(t.getType()).getNumElements();
