@@ -313,9 +313,19 @@ TEST(OneStepAdd, RoundScalesAndClamps) {
   // Relu at zero point 128 lifts the lower bound above the stored type's.
   EXPECT_TRUE(f->clampLo);
   EXPECT_FALSE(f->clampHi);
+  EXPECT_TRUE(f->clampsOnBytes);
   EXPECT_EQ(f->eval(-128, 0), 128);
   EXPECT_EQ(f->eval(100, 255), 255);
   EXPECT_EQ(f->eval(3, 130), 133);
+  // An output scale 2^-24 of the operands': t reaches past i32, so both
+  // clamps stay in f32, before vcvtps2dq.
+  AddRequant wide = a;
+  wide.outScale = a.s1 * 0x1p-24f;
+  std::optional<OneStepAdd> w = OneStepAdd::find(wide);
+  ASSERT_TRUE(w);
+  EXPECT_TRUE(w->clampLo);
+  EXPECT_TRUE(w->clampHi);
+  EXPECT_FALSE(w->clampsOnBytes);
   // A Clip whose min exceeds its max, which the two-step epilogue applies
   // as it stands, is refused.
   a.actLo = 2;

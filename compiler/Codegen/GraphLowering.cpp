@@ -564,6 +564,7 @@ void GraphLowering::foldResidualAdd(Epilogue &ep) {
   ep.addClampHi = f->clampHi;
   ep.addLo = f->lo;
   ep.addHi = f->hi;
+  ep.addClampBytes = f->clampsOnBytes;
 }
 
 void GraphLowering::fillActivation(Epilogue &ep,

@@ -837,18 +837,16 @@ void qatc::codegen::emitEpilogue(KB &k, const Epilogue &ep,
     Value v = b.create<math::FmaOp>(k.loc, rf, k.splatF(ep.addB, lanes),
                                     k.splatF(ep.addC, lanes));
     Value t = b.create<math::FmaOp>(k.loc, u, k.splatF(ep.addA, lanes), v);
-    // The clamps on the bytes (a vpmaxub / vpminub per 64 outputs, not a
-    // vmaxps / vminps per 16): the bounds are integers, so clamping commutes
-    // with the rounding, and the packs saturate monotonically. t is a few
-    // hundred at most: vcvtps2dq converts it exactly.
+    // The clamps on the bytes where they commute with the rounding and the
+    // packs (OneStepAdd::clampsOnBytes): a vpmaxub / vpminub per 64 outputs,
+    // not a vmaxps / vminps per 16. Else t may leave i32, and the f32 clamps
+    // keep vcvtps2dq in range.
     std::optional<int64_t> byteLo, byteHi;
-    bool whole = std::nearbyint(ep.addLo) == ep.addLo &&
-                 std::nearbyint(ep.addHi) == ep.addHi;
-    if (!whole)
+    if (!ep.addClampBytes)
       t = clampIf(t, ep.addClampLo, ep.addLo, ep.addClampHi, ep.addHi);
-    if (whole && ep.addClampLo)
+    if (ep.addClampBytes && ep.addClampLo)
       byteLo = static_cast<int64_t>(ep.addLo) + ep.outZp;
-    if (whole && ep.addClampHi)
+    if (ep.addClampBytes && ep.addClampHi)
       byteHi = static_cast<int64_t>(ep.addHi) + ep.outZp;
     return storeOneStep(k.roundToI32(t), byteLo, byteHi);
   }

@@ -236,6 +236,9 @@ struct Epilogue {
   bool addFold = false;
   float addA = 1, addB = 1, addC = 0;
   bool addClampLo = false, addClampHi = false;
+  /// The add's clamps may apply to the packed bytes
+  /// (OneStepAdd::clampsOnBytes).
+  bool addClampBytes = false;
   float addLo = 0, addHi = 255;
   bool hasResidual = false;
   int64_t resOff = 0, resCS = 0; ///< arena offset / channel stride (u8)

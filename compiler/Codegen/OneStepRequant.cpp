@@ -296,6 +296,7 @@ std::optional<OneStepAdd> OneStepAdd::find(const AddRequant &r) {
   bool wide = reach >= 0x1p30;
   base.clampLo = wide || lo + r.zp > base.typeLo;
   base.clampHi = wide || hi + r.zp < base.typeHi;
+  base.clampsOnBytes = !wide;
   const int64_t nu = r.uHi - r.uLo + 1, nr = r.rHi - r.rLo + 1;
   if (nu * nr > (1 << 20))
     return std::nullopt;

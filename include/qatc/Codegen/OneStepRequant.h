@@ -135,6 +135,10 @@ struct OneStepAdd {
   bool clampLo = false, clampHi = false;
   float lo = 0, hi = 0; ///< bounds of the quotient (minus the zero point)
   int64_t typeLo = 0, typeHi = 255;
+  /// Every t lies well inside i32, so vcvtps2dq converts it exactly and the
+  /// clamps (to lo and hi, which are integers) commute with the rounding
+  /// and the packs' saturation: they may apply to the packed bytes.
+  bool clampsOnBytes = false;
 
   /// The stored integer the kernel computes.
   int64_t eval(int64_t u, int64_t r) const;
