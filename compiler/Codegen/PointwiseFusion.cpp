@@ -464,6 +464,20 @@ ChainProgram GraphLowering::chainProgram(const Chain &c, Value seed,
   return p;
 }
 
+/// The range of operand `a`, given the values' ranges so far.
+static std::optional<ChainRange>
+rangeOf(const ChainArg &a, ArrayRef<std::optional<ChainRange>> values) {
+  switch (a.kind) {
+  case ChainArg::Slot:
+    return values[a.slot];
+  case ChainArg::Scalar:
+    return ChainRange{a.value, a.value};
+  case ChainArg::Channel:
+    return ChainRange{a.lo, a.hi};
+  }
+  llvm_unreachable("unknown chain argument");
+}
+
 std::vector<std::optional<ChainRange>>
 ChainProgram::ranges(std::optional<ChainRange> in) const {
   std::vector<std::optional<ChainRange>> r(inputs);
@@ -472,10 +486,7 @@ ChainProgram::ranges(std::optional<ChainRange> in) const {
   for (const ChainStep &s : steps) {
     SmallVector<ChainRange> args;
     for (const ChainArg &a : s.args) {
-      std::optional<ChainRange> v = a.kind == ChainArg::Slot ? r[a.slot]
-                                    : a.kind == ChainArg::Scalar
-                                        ? ChainRange{a.value, a.value}
-                                        : ChainRange{a.lo, a.hi};
+      std::optional<ChainRange> v = rangeOf(a, r);
       if (!v)
         break;
       args.push_back(*v);
@@ -499,14 +510,8 @@ Value ChainProgram::run(KB &k, ArrayRef<Value> in,
   // KB::argRange while the step is emitted.
   std::vector<std::optional<ChainRange>> range = ranges(k.chainInputRange);
   for (const ChainStep &s : steps) {
-    const ChainArg *first = s.args.empty() ? nullptr : &s.args[0];
     llvm::SaveAndRestore<std::optional<ChainRange>> argRange(
-        k.argRange,
-        !first                          ? std::nullopt
-        : first->kind == ChainArg::Slot ? range[first->slot]
-        : first->kind == ChainArg::Scalar
-            ? std::optional<ChainRange>({first->value, first->value})
-            : std::optional<ChainRange>({first->lo, first->hi}));
+        k.argRange, s.args.empty() ? std::nullopt : rangeOf(s.args[0], range));
     SmallVector<Value> args;
     for (const ChainArg &a : s.args)
       args.push_back(a.kind == ChainArg::Slot      ? vals[a.slot]
