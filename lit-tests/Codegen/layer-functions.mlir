@@ -7,11 +7,12 @@
 // RUN: qatc-opt %s --qat-lower --qat-layer-functions=target-cpu=avx2 | FileCheck %s --check-prefix=AVX2
 // RUN: not qatc-opt %s --qat-lower --qat-layer-functions=target-cpu=pentium 2>&1 | FileCheck %s --check-prefix=BAD
 
-// Quantize, the fused Conv+Relu+Q, dequantize, NHWC back to NCHW.
+// Quantize (rounding half to even: cvtps2dq under rounding mode 8), the
+// fused Conv+Relu+Q, dequantize, NHWC back to NCHW.
 // CHECK: #[[CONV:loc[0-9]+]] = loc("conv_node")
 // CHECK-NOT: func.func @main
 // CHECK: func.func @qatc_layer_0(%{{.*}}: !llvm.ptr {{.*}}, %{{.*}}: !llvm.ptr {{.*}}, %{{.*}}: i64 {{.*}}, %{{.*}}: i64
-// CHECK: math.roundeven
+// CHECK: "llvm.x86.avx512.mask.cvtps2dq.512"({{.*}}, %c8_i32
 // CHECK: func.func @qatc_layer_1(%{{.*}}: !llvm.ptr loc(fused[{{.*}}#[[CONV]]
 // CHECK: llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.512"
 // CHECK: func.func @qatc_layer_2(

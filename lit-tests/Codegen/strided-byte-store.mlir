@@ -3,9 +3,13 @@
 // channel stride). On AVX-512 each 16 results are widened to i32 slots and
 // stored with one byte-masked store (the first byte of every 4), not 16
 // scalar stores; AVX2 has no byte-masked store and keeps the scalar ones.
+// A float image's 3 planes to NHWC f32 (no channel padding): each step
+// loads 16 pixels of every plane and interleaves them in registers into
+// one store of 48 floats; the 8 pixels past the last 16 are one more step
+// under masks.
 //
-// RUN: qatc-opt %s --qat-lower --qat-layer-functions=target-cpu=avx512vnni | FileCheck %s
-// RUN: qatc-opt %s --qat-lower --qat-layer-functions=target-cpu=avx2 | FileCheck %s --check-prefix=AVX2
+// RUN: qatc-opt %s --split-input-file --qat-lower --qat-layer-functions=target-cpu=avx512vnni | FileCheck %s
+// RUN: qatc-opt %s --split-input-file --qat-lower --qat-layer-functions=target-cpu=avx2 | FileCheck %s --check-prefix=AVX2
 
 // CHECK-LABEL: func.func @qatc_layer_0(
 // CHECK-SAME: qatc.kernel = "quantize"
@@ -31,4 +35,26 @@ func.func @main(%x: tensor<1x3x8x40xf32>) -> tensor<1x8x8x40xf32> {
   %q2 = onnx.QuantizeLinear(%c, %so, %z) : (tensor<1x8x8x40xf32>, tensor<f32>, tensor<ui8>) -> tensor<1x8x8x40xui8>
   %y = onnx.DequantizeLinear(%q2, %so, %z) : (tensor<1x8x8x40xui8>, tensor<f32>, tensor<ui8>) -> tensor<1x8x8x40xf32>
   return %y : tensor<1x8x8x40xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @qatc_layer_0(
+// CHECK-SAME: qatc.kernel = "nchw-to-nhwc"
+// CHECK: scf.for %{{.*}} = %{{.*}} to %c288_i64 step %c16_i64
+// CHECK: %[[W:.*]] = vector.shuffle %{{.*}}, %{{.*}} [0, 16, 32, 1, 17, 33, 2, 18, 34,
+// CHECK: llvm.store %[[W]], %{{.*}} : vector<48xf32>
+// CHECK: llvm.intr.masked.load
+// CHECK: llvm.intr.masked.load
+// CHECK: llvm.intr.masked.load
+// CHECK: %[[T:.*]] = vector.shuffle
+// CHECK: llvm.intr.masked.store %[[T]], %{{.*}}, %{{.*}} : vector<48xf32>, vector<48xi1>
+// CHECK: func.func @qatc_layer_1(
+// AVX2-LABEL: func.func @qatc_layer_0(
+// AVX2-NOT: vector<48xf32>
+// AVX2: func.func @qatc_layer_1(
+func.func @main(%x: tensor<1x3x8x37xf32>) -> tensor<1x8x8x37xf32> {
+  %w = onnx.Constant dense<0.25> : tensor<8x3x1x1xf32>
+  %c = onnx.Conv(%x, %w) {kernel_shape = array<i64: 1, 1>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : (tensor<1x3x8x37xf32>, tensor<8x3x1x1xf32>) -> tensor<1x8x8x37xf32>
+  return %c : tensor<1x8x8x37xf32>
 }

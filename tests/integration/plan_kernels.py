@@ -485,6 +485,8 @@ CASES = {
     "batched_qk_transposed": lambda b: batched_case(b, True),
     "batched_av_strided": lambda b: batched_case(b, False),
     "batched_zero_point": lambda b: batched_case(b, True, symmetric=False),
+    # 29 channels a group: one whole vector and a masked remainder.
+    "channel_shuffle_c58": lambda b: channel_shuffle_case(b, 58, (4, 5)),
 }
 
 # Activation quantization variants (int8 and uint8, zero points off 0).
