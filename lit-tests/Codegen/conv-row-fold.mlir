@@ -2,7 +2,8 @@
 // a kernel row's taps are adjacent pixels that hold exactly the K steps, a
 // row whose taps all lie inside the image is one loop of KW * K steps; a
 // row reaching into the padding keeps the loop per tap, which reads the
-// padding row. Weights of 1 MB or more: each K step prefetches a line of
+// padding row. Tiles of 16 pixels inside one output row address them from
+// the first. Weights of 1 MB or more: each K step prefetches a line of
 // the next channel block's weights into L2 (none in the small cases).
 //
 // RUN: qatc-opt %s --split-input-file --qat-lower --qat-layer-functions=target-cpu=avx512vnni | FileCheck %s
@@ -64,4 +65,42 @@ func.func @main(%x: tensor<1x256x4x4xf32>) -> tensor<1x128x4x4xf32> {
   %b = onnx.Constant dense<0.5> : tensor<128xf32>
   %c = onnx.Conv(%x, %w, %b) {kernel_shape = array<i64: 3, 3>, strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>} : (tensor<1x256x4x4xf32>, tensor<128x256x3x3xf32>, tensor<128xf32>) -> tensor<1x128x4x4xf32> loc("conv256")
   return %c : tensor<1x128x4x4xf32>
+}
+
+// -----
+
+// An int8 3x3 stride-2 stem over 3 channels (a dword a pixel) in tiles of
+// 16 pixels: a tile inside one output row (its first pixel's column plus
+// 15 below the 20 of a row) whose kernel row lies inside the image reads
+// its pixels at constant offsets from the first, 8 bytes apart (stride 2);
+// else each pixel is checked and addressed on its own.
+// CHECK-LABEL: func.func @qatc_layer_1(
+// CHECK-SAME: qatc.kernel = "vnni-conv 16x16"
+// CHECK: scf.for %{{.*}} = %{{.*}} to %c3_i64
+// CHECK: %[[COL:.*]] = arith.remui %{{.*}}, %c20_i64
+// CHECK: %[[LAST:.*]] = arith.addi %[[COL]], %c15_i64
+// CHECK: arith.cmpi ult, %[[LAST]], %c20_i64
+// CHECK: scf.if
+// CHECK: %[[FIRST:.*]] = llvm.getelementptr %arg0
+// CHECK: llvm.getelementptr %[[FIRST]][%c8_i64{{.*}}]
+// CHECK: llvm.getelementptr %[[FIRST]][%c120_i64]
+// CHECK: scf.for
+// CHECK: llvm.x86.avx512.vpdpbusd.512
+// CHECK: } else {
+// CHECK: scf.if
+// CHECK: func.func @qatc_layer_2(
+func.func @main(%x: tensor<1x3x20x40xf32>) -> tensor<1x16x10x20xf32> {
+  %s = onnx.Constant dense<0.05> : tensor<f32>
+  %z = onnx.Constant dense<0> : tensor<ui8>
+  %so = onnx.Constant dense<0.1> : tensor<f32>
+  %ws = onnx.Constant dense<0.01> : tensor<16xf32>
+  %wz = onnx.Constant dense<0> : tensor<16xi8>
+  %wq = onnx.Constant dense<3> : tensor<16x3x3x3xi8>
+  %q = onnx.QuantizeLinear(%x, %s, %z) : (tensor<1x3x20x40xf32>, tensor<f32>, tensor<ui8>) -> tensor<1x3x20x40xui8>
+  %dq = onnx.DequantizeLinear(%q, %s, %z) : (tensor<1x3x20x40xui8>, tensor<f32>, tensor<ui8>) -> tensor<1x3x20x40xf32>
+  %w = onnx.DequantizeLinear(%wq, %ws, %wz) {axis = 0 : i64} : (tensor<16x3x3x3xi8>, tensor<16xf32>, tensor<16xi8>) -> tensor<16x3x3x3xf32>
+  %c = onnx.Conv(%dq, %w) {kernel_shape = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>} : (tensor<1x3x20x40xf32>, tensor<16x3x3x3xf32>) -> tensor<1x16x10x20xf32>
+  %q2 = onnx.QuantizeLinear(%c, %so, %z) : (tensor<1x16x10x20xf32>, tensor<f32>, tensor<ui8>) -> tensor<1x16x10x20xui8>
+  %y = onnx.DequantizeLinear(%q2, %so, %z) : (tensor<1x16x10x20xui8>, tensor<f32>, tensor<ui8>) -> tensor<1x16x10x20xf32>
+  return %y : tensor<1x16x10x20xf32>
 }

@@ -487,6 +487,14 @@ CASES = {
     "batched_zero_point": lambda b: batched_case(b, True, symmetric=False),
     # 29 channels a group: one whole vector and a masked remainder.
     "channel_shuffle_c58": lambda b: channel_shuffle_case(b, 58, (4, 5)),
+    # RGB stems over rows of more than 16 pixels with a remainder (37, 45):
+    # the image's quantize (or NCHW -> NHWC copy) interleaves 3 planes in
+    # registers; tiles of 16 pixels inside one output row read them at
+    # constant offsets, those across rows or borders one by one.
+    "stem_rgb_3x3_s2": lambda b: conv_case(b, 3, 16, (20, 37), 3, stride=2,
+                                           pads=(1, 1, 1, 1)),
+    "stem_rgb_7x7_s2": lambda b: conv_case(b, 3, 24, (30, 45), 7, stride=2,
+                                           pads=(3, 3, 3, 3)),
 }
 
 # Activation quantization variants (int8 and uint8, zero points off 0).
