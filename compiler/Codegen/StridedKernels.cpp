@@ -198,12 +198,15 @@ namespace {
 /// `element(index of operand o)` one at a time.
 ///
 /// Where the result's innermost stride is 2 to 4 and the next dimension out
-/// has as many values at stride 1 (3 channels of a quantized NHWC image read
-/// from NCHW planes; the 2 groups of ShuffleNet's channel shuffle), one step
-/// computes all of them and interleaves them in registers into one
-/// contiguous store: 16 pixels of an RGB image are 3 loads and 48 bytes
-/// stored, where storing each result alone took 16 extracts and byte stores
-/// per vector (0.035 ms of a 224x224 image).
+/// has 2 to that many values at stride 1 (an RGB image read from NCHW
+/// planes into NHWC floats, or int8 bytes 4 apart; the 2 groups of
+/// ShuffleNet's channel shuffle), one step computes all of them and
+/// interleaves them in registers into one store: 16 pixels of an RGB image
+/// are 3 loads and 48 floats stored, where storing each result alone took
+/// 16 extracts and scalar stores per vector (0.074 ms of a 224x224 image).
+/// The threads then share pixels, not planes: each writes whole lines of
+/// the result (sharing the planes, both wrote every line of the quantized
+/// image, and 2 threads took as long as 1).
 void emitLaneMap(KB &k, const StridedMap &m, const Nest &n, const ElementFn &fn,
                  llvm::function_ref<void(ArrayRef<Value>)> element) {
   constexpr int64_t lanes = 16;
@@ -213,8 +216,12 @@ void emitLaneMap(KB &k, const StridedMap &m, const Nest &n, const ElementFn &fn,
   auto opAt = [&](size_t o) -> const StridedOperand & {
     return o == 0 ? m.out : m.ins[o - 1];
   };
+  // `planes` of them: fewer than the stride where the result's channels
+  // are padded (3 channels of NHWC int8 data stored 4 apart); the slots
+  // past them are masked off.
+  const int64_t planes = rank >= 2 ? n.shape[rank - 2] : 0;
   const bool weave = k.avx512 && rank >= 2 && outStride >= 2 &&
-                     outStride <= 4 && n.shape[rank - 2] == outStride &&
+                     outStride <= 4 && planes >= 2 && planes <= outStride &&
                      n.strides[0][rank - 2] == 1;
   // The interleaved dimension is walked inside a step, not around it.
   Nest outer = n;
@@ -238,7 +245,7 @@ void emitLaneMap(KB &k, const StridedMap &m, const Nest &n, const ElementFn &fn,
     auto step = [&](Value j, int64_t active) {
       Value mask = active < lanes ? k.prefixMask(lanes, k.c(active)) : Value();
       SmallVector<Value> results;
-      for (int64_t w = 0; w < (weave ? outStride : 1); ++w) {
+      for (int64_t w = 0; w < (weave ? planes : 1); ++w) {
         SmallVector<Value> loaded;
         for (size_t o = 1; o < count; ++o) {
           const StridedOperand &op = opAt(o);
@@ -272,19 +279,32 @@ void emitLaneMap(KB &k, const StridedMap &m, const Nest &n, const ElementFn &fn,
       Value y = results[0];
       Value first = indexAt(0, j);
       if (weave) {
-        // Lane l of result w goes to slot outStride * l + w.
+        // Lane l of result w goes to slot outStride * l + w; slots of no
+        // plane take zeros, under the mask.
+        while (static_cast<int64_t>(results.size()) < outStride)
+          results.push_back(k.b.create<arith::ConstantOp>(
+              k.loc, k.b.getZeroAttr(y.getType())));
         Value all = k.concat(results);
         SmallVector<int64_t> order;
         for (int64_t l = 0; l < lanes; ++l)
           for (int64_t w = 0; w < outStride; ++w)
             order.push_back(w * lanes + l);
         Value woven = k.b.create<vector::ShuffleOp>(k.loc, all, all, order);
-        if (active < lanes)
-          k.maskedStore(
-              woven, address(k, m.out, first),
-              k.prefixMask(lanes * outStride, k.c(active * outStride)));
-        else
-          k.store(woven, address(k, m.out, first));
+        Value at = address(k, m.out, first);
+        if (active == lanes && planes == outStride) {
+          k.store(woven, at);
+          return;
+        }
+        SmallVector<bool> slots(lanes * outStride, false);
+        for (int64_t l = 0; l < active; ++l)
+          for (int64_t w = 0; w < planes; ++w)
+            slots[l * outStride + w] = true;
+        auto maskType = VectorType::get({lanes * outStride}, k.b.getI1Type());
+        k.maskedStore(
+            woven, at,
+            k.b.create<arith::ConstantOp>(
+                k.loc, maskType,
+                DenseElementsAttr::get(maskType, ArrayRef<bool>(slots))));
         return;
       }
       if (outStride == 1) {

@@ -147,7 +147,11 @@ public:
 private:
   struct Workers;
   void runLayers(int tid);
+  /// Thread `tid`'s share of copying the run's inputs into the arena.
+  void writeInputs(int tid);
   const Plan &plan_;
+  /// The inputs of the run under way (read by every thread's share).
+  const std::vector<const void *> *inputs_ = nullptr;
   int threads_;
   uint8_t *arena_ = nullptr;
   bool profiling_ = false;
