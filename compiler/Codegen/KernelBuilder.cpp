@@ -981,10 +981,14 @@ void qatc::codegen::emitDenseConv(KB &k, Isa isa, const DenseConvSpec &s) {
   // block into L2, one line per K step: the next block's fetch is spread
   // over this block's tiles. ResNet-18 fp32, layer4 (9.4 MB per 3x3 layer):
   // 9.1 -> 7.3 ms for its five convolutions, the fastest of 14 alternating
-  // runs (Xeon family 6 model 207).
+  // runs (Xeon family 6 model 207). From 256 KB of weights: ResNet-50
+  // int8's 3x3 layers of layer3 (576 KB each) took 0.34-0.39 ms in the
+  // model, 0.31 ms alone (their weights in L2), and take 0.31-0.32 ms with
+  // the prefetch; the plan 0.955 of its time (median of 8 paired rounds, 8
+  // faster; 64 KB: 0.968, other zoo plans within the noise either way).
   const int64_t tileSteps = s.KH * s.KW * KS;
   const bool prefetchNext = !s.packedInArena && blocks >= 2 && tiles >= 2 &&
-                            blocks * blockBytes >= (1 << 20);
+                            blocks * blockBytes >= (256 << 10);
   // Each tile's part of the next block and the prefetch step through it,
   // for `shares` tiles per block (set once, before the tile loops).
   Value pfPart, pfStride;

@@ -3,7 +3,7 @@
 // row whose taps all lie inside the image is one loop of KW * K steps; a
 // row reaching into the padding keeps the loop per tap, which reads the
 // padding row. Tiles of 16 pixels inside one output row address them from
-// the first. Weights of 1 MB or more: each K step prefetches a line of
+// the first. Weights of 256 KB or more: each K step prefetches a line of
 // the next channel block's weights into L2 (none in the small cases).
 //
 // RUN: qatc-opt %s --split-input-file --qat-lower --qat-layer-functions=target-cpu=avx512vnni | FileCheck %s
