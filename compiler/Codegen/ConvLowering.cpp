@@ -386,9 +386,11 @@ LogicalResult GraphLowering::lowerConv(Operation *op, bool int8, int in, int o,
   auto slot = [&](int64_t c) {
     return c < 64 * s.wideBlocks ? interleave64Index(c) : c;
   };
-  // The column kernel's rows outside the image point at a whole row of the
-  // zero point (its padding plane), the others' taps at one pixel of it.
-  s.padRowOff = padRow(int8, x.zp, s.columns ? s.W * s.inCS + C16 : C16);
+  // The column kernel's (and f32 rows') rows outside the image point at a
+  // whole row of the zero point (its padding plane), the others' taps at
+  // one pixel of it.
+  s.padRowOff =
+      padRow(int8, x.zp, s.columns || !int8 ? s.W * s.inCS + C16 : C16);
   int64_t rowGroups = s.rowGroups();
   int64_t groups = s.columns ? KW * s.rows * rowGroups : (KH * KW + 3) / 4;
   std::vector<int8_t> packed8(int8 ? groups * C16 * 4 : 0, 0);
@@ -422,7 +424,8 @@ LogicalResult GraphLowering::lowerConv(Operation *op, bool int8, int in, int o,
                           : isa == Isa::AVXVNNI ? "avxvnni-depthwise "
                                                 : "int8-depthwise ")
                        : "fp32-depthwise ") +
-      (!s.columns     ? "1x16"
+      (!int8          ? "4x16"
+       : !s.columns   ? "1x16"
        : s.wideBlocks ? (s.rows == 2 ? "2x2x64" : "2x64")
        : s.rows == 2  ? "2x4x16"
                       : "4x16") +
