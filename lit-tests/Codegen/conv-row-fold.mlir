@@ -4,7 +4,8 @@
 // row reaching into the padding keeps the loop per tap, which reads the
 // padding row. Tiles of 16 pixels inside one output row address them from
 // the first. Weights of 256 KB or more: each K step prefetches a line of
-// the next channel block's weights into L2 (none in the small cases).
+// the next channel block's weights into L2 (none in the small cases); an
+// f32 block of 64 channels past 768 KB becomes two of 32.
 //
 // RUN: qatc-opt %s --split-input-file --qat-lower --qat-layer-functions=target-cpu=avx512vnni | FileCheck %s
 
@@ -103,4 +104,20 @@ func.func @main(%x: tensor<1x3x20x40xf32>) -> tensor<1x16x10x20xf32> {
   %q2 = onnx.QuantizeLinear(%c, %so, %z) : (tensor<1x16x10x20xf32>, tensor<f32>, tensor<ui8>) -> tensor<1x16x10x20xui8>
   %y = onnx.DequantizeLinear(%q2, %so, %z) : (tensor<1x16x10x20xui8>, tensor<f32>, tensor<ui8>) -> tensor<1x16x10x20xf32>
   return %y : tensor<1x16x10x20xf32>
+}
+
+// -----
+
+// 512 -> 128 channels 3x3 in f32: a block of 64 channels would be 1.2 MB
+// of weights, two of them (one prefetched) more than a 2 MB L2 holds with
+// the activations; blocks of 32 channels (12x32 tiles), 590 KB each.
+// CHECK-LABEL: func.func @qatc_layer_1(
+// CHECK-SAME: qatc.kernel = "fp32-fma-conv 12x32"
+// CHECK: "llvm.intr.prefetch"
+// CHECK: func.func @qatc_layer_2(
+func.func @main(%x: tensor<1x512x4x4xf32>) -> tensor<1x128x4x4xf32> {
+  %w = onnx.Constant dense<0.25> : tensor<128x512x3x3xf32>
+  %b = onnx.Constant dense<0.5> : tensor<128xf32>
+  %c = onnx.Conv(%x, %w, %b) {kernel_shape = array<i64: 3, 3>, strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>} : (tensor<1x512x4x4xf32>, tensor<128x512x3x3xf32>, tensor<128xf32>) -> tensor<1x128x4x4xf32> loc("conv512")
+  return %c : tensor<1x128x4x4xf32>
 }
