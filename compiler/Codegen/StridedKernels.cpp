@@ -357,7 +357,7 @@ void emitLaneMap(KB &k, const StridedMap &m, const Nest &n, const ElementFn &fn,
     k.loop(lo, hi, lanes, [&](Value j) { step(j, lanes); });
     if (full == len)
       return;
-    if (k.avx512 || weave) {
+    if (k.avx512) {
       if (split.pieces == 1)
         step(k.c(full), len - full);
       else
