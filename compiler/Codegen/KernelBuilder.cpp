@@ -735,9 +735,16 @@ void qatc::codegen::emitEpilogue(KB &k, const Epilogue &ep,
   bool isSigned = ep.qmin < 0, offset128 = !isSigned && ep.outZp == 128;
   // The zero point after the rounding (OneStepRequant.h says why); 128 on a
   // u8 result by the store's sign flip. The packs saturate to the stored
-  // type.
-  auto storeOneStep = [&](Value qi, std::optional<int64_t> byteLo,
-                          std::optional<int64_t> byteHi) {
+  // type. Clamps to [lo, hi] that commute with the rounding and the packs
+  // (`onBytes`) apply to the stored bytes: a vpmaxub / vpminub per 64
+  // outputs, not a vmaxps / vminps per 16.
+  auto storeOneStep = [&](Value qi, bool onBytes, bool clampLo, float lo,
+                          bool clampHi, float hi) {
+    std::optional<int64_t> byteLo, byteHi;
+    if (onBytes && clampLo)
+      byteLo = static_cast<int64_t>(lo) + ep.outZp;
+    if (onBytes && clampHi)
+      byteHi = static_cast<int64_t>(hi) + ep.outZp;
     if (!offset128 && ep.outZp)
       qi = b.create<arith::AddIOp>(k.loc, qi, k.splatI(ep.outZp, lanes, k.i32));
     storePacked(k, qi, isSigned, outs, mask, /*clamped=*/false, offset128,
@@ -770,12 +777,8 @@ void qatc::codegen::emitEpilogue(KB &k, const Epilogue &ep,
             b.create<arith::AddIOp>(k.loc, qi,
                                     channelVec(ep.foldDeltaOff[e], k.i32)),
             qi);
-      std::optional<int64_t> byteLo, byteHi;
-      if (onBytes && ep.foldClampLo)
-        byteLo = static_cast<int64_t>(ep.foldLo) + ep.outZp;
-      if (onBytes && ep.foldClampHi)
-        byteHi = static_cast<int64_t>(ep.foldHi) + ep.outZp;
-      return storeOneStep(qi, byteLo, byteHi);
+      return storeOneStep(qi, onBytes, ep.foldClampLo, ep.foldLo,
+                          ep.foldClampHi, ep.foldHi);
     }
     // Both clamps are set before an add (nothing saturates an f32), so the
     // exceptions, which land on the exact integer, need no clamp after.
@@ -838,17 +841,12 @@ void qatc::codegen::emitEpilogue(KB &k, const Epilogue &ep,
                                     k.splatF(ep.addC, lanes));
     Value t = b.create<math::FmaOp>(k.loc, u, k.splatF(ep.addA, lanes), v);
     // The clamps on the bytes where they commute with the rounding and the
-    // packs (OneStepAdd::clampsOnBytes): a vpmaxub / vpminub per 64 outputs,
-    // not a vmaxps / vminps per 16. Else t may leave i32, and the f32 clamps
-    // keep vcvtps2dq in range.
-    std::optional<int64_t> byteLo, byteHi;
+    // packs (OneStepAdd::clampsOnBytes); else t may leave i32, and the f32
+    // clamps keep vcvtps2dq in range.
     if (!ep.addClampBytes)
       t = clampIf(t, ep.addClampLo, ep.addLo, ep.addClampHi, ep.addHi);
-    if (ep.addClampBytes && ep.addClampLo)
-      byteLo = static_cast<int64_t>(ep.addLo) + ep.outZp;
-    if (ep.addClampBytes && ep.addClampHi)
-      byteHi = static_cast<int64_t>(ep.addHi) + ep.outZp;
-    return storeOneStep(k.roundToI32(t), byteLo, byteHi);
+    return storeOneStep(k.roundToI32(t), ep.addClampBytes, ep.addClampLo,
+                        ep.addLo, ep.addClampHi, ep.addHi);
   }
   if (ep.midQuant)
     y = b.create<arith::MulFOp>(k.loc, u, k.splatF(ep.midScale, lanes));
@@ -1561,31 +1559,27 @@ static void emitDepthwiseF32Rows(KB &k, const DepthwiseSpec &s) {
   k.loop(begin, end, 1, [&](Value idx) {
     Value n = k.div(idx, k.c(s.OH));
     Value oh = k.rem(idx, k.c(s.OH));
-    SmallVector<Value> rows, rowOk;
+    SmallVector<Value> rows;
     for (int64_t kh = 0; kh < s.KH; ++kh) {
       Value ih = k.add(k.mul(oh, k.c(s.SH)), k.c(kh * s.DH - s.PT));
-      rowOk.push_back(k.lt(ih, k.c(s.H)));
-      rows.push_back(
-          k.select(rowOk.back(), pixelPointer(k, s, n, ih, k.c(0)), padRow));
+      rows.push_back(k.select(k.lt(ih, k.c(s.H)),
+                              pixelPointer(k, s, n, ih, k.c(0)), padRow));
     }
     Value pixRow = k.mul(idx, k.c(s.OW));
     Value zero = k.splatF(0.f, 16);
     auto weightAt = [&](int64_t t, Value c0) {
       return k.load(vIn, k.weightsAt(s.weightOff + t * C16 * 4, c0, 4));
     };
-    // Columns of taps outside the row read the padding row.
+    // Columns of taps outside the row read the padding row (windowTaps,
+    // once per pixel for every channel block).
     auto single = [&](Value ow) {
+      SmallVector<Value> px = windowTaps(k, s, n, oh, ow, padRow);
       k.loop(k.c(0), k.c(s.C), 16, [&](Value c0) {
         Value mask = k.channelMask(c0, s.C, 16);
         Value cOff = k.mul(c0, k.c(4));
         Value acc = zero;
         for (int64_t t = 0; t < T; ++t) {
-          int64_t kh = t / s.KW, kw = t % s.KW;
-          Value iw = k.add(k.mul(ow, k.c(s.SW)), k.c(kw * s.DW - s.PL));
-          Value ok = k.andi(rowOk[kh], k.lt(iw, k.c(s.W)));
-          Value p =
-              k.select(ok, k.gep(rows[kh], k.mul(iw, k.c(pixBytes))), padRow);
-          Value x = k.maskedLoad(vIn, k.gep(p, cOff), mask, zero);
+          Value x = k.maskedLoad(vIn, k.gep(px[t], cOff), mask, zero);
           acc = b.create<vector::FMAOp>(k.loc, x, weightAt(t, c0), acc);
         }
         epilogueAt(k, s, {acc}, {k.add(pixRow, ow)}, c0, mask);

@@ -235,6 +235,13 @@ void emitLaneMap(KB &k, const StridedMap &m, const Nest &n, const ElementFn &fn,
   }
   const size_t inner = outer.shape.size() - 1;
   InnerSplit split(outer);
+  // A constant mask of the slots set in `slots`.
+  auto slotMask = [&](ArrayRef<bool> slots) -> Value {
+    auto type =
+        VectorType::get({static_cast<int64_t>(slots.size())}, k.b.getI1Type());
+    return k.b.create<arith::ConstantOp>(k.loc, type,
+                                         DenseElementsAttr::get(type, slots));
+  };
   walkOuter(k, outer, split.pieces, [&](ArrayRef<Value> base, Value piece) {
     auto indexAt = [&](size_t o, Value j) {
       int64_t st = outer.strides[o][inner];
@@ -299,12 +306,7 @@ void emitLaneMap(KB &k, const StridedMap &m, const Nest &n, const ElementFn &fn,
         for (int64_t l = 0; l < active; ++l)
           for (int64_t w = 0; w < planes; ++w)
             slots[l * outStride + w] = true;
-        auto maskType = VectorType::get({lanes * outStride}, k.b.getI1Type());
-        k.maskedStore(
-            woven, at,
-            k.b.create<arith::ConstantOp>(
-                k.loc, maskType,
-                DenseElementsAttr::get(maskType, ArrayRef<bool>(slots))));
+        k.maskedStore(woven, at, slotMask(slots));
         return;
       }
       if (outStride == 1) {
@@ -340,11 +342,7 @@ void emitLaneMap(KB &k, const StridedMap &m, const Nest &n, const ElementFn &fn,
           wide = b.create<vector::ShuffleOp>(k.loc, y, k.splatF(0.f, lanes),
                                              order);
         }
-        auto maskType = VectorType::get({lanes * st}, b.getI1Type());
-        Value slotMask = b.create<arith::ConstantOp>(
-            k.loc, maskType,
-            DenseElementsAttr::get(maskType, ArrayRef<bool>(slots)));
-        k.maskedStore(wide, address(k, m.out, first), slotMask);
+        k.maskedStore(wide, address(k, m.out, first), slotMask(slots));
         return;
       }
       for (int64_t l = 0; l < active; ++l)

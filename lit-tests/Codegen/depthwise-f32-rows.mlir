@@ -2,8 +2,9 @@
 // columns whose taps all lie inside the row run 4 pixels at a time, 16
 // channels each, as 4 independent chains of FMAs (one load of each tap's
 // weights for the 4); the columns at the row's ends run one pixel at a
-// time, each tap selecting the padding row where it lies outside. A kernel
-// row outside the image points at the padding row for the whole row.
+// time, each tap selecting the padding row where it lies outside (once per
+// pixel, for every channel block). A kernel row outside the image points
+// at the padding row for the whole row.
 //
 // RUN: qatc-opt %s --qat-lower --qat-layer-functions=target-cpu=avx512vnni | FileCheck %s
 
@@ -13,8 +14,8 @@
 // CHECK-SAME: qatc.kernel = "fp32-depthwise 4x16"
 // CHECK-COUNT-3: arith.select %{{.*}}, %{{.*}}, %[[PAD:[0-9]+]] : !llvm.ptr
 // CHECK: scf.for %{{.*}} = %{{.*}} to %c1_i64{{.*}} step %c1_i64
-// CHECK: scf.for %{{.*}} = %{{.*}} to %c32_i64 step %c16_i64
 // CHECK: arith.select %{{.*}}, %{{.*}}, %[[PAD]] : !llvm.ptr
+// CHECK: scf.for %{{.*}} = %{{.*}} to %c32_i64 step %c16_i64
 // CHECK: %[[A:.*]] = vector.fma %{{.*}}, %{{.*}}, %cst : vector<16xf32>
 // CHECK: vector.fma %{{.*}}, %{{.*}}, %[[A]] : vector<16xf32>
 // CHECK: scf.for %{{.*}} = %c1_i64{{.*}} to %c9_i64 step %c4_i64
