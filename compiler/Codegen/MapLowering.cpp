@@ -956,47 +956,94 @@ LogicalResult GraphLowering::lowerLayerNorm(onnx::LayerNormalizationOp op) {
                         "scale and bias over the normalized axes only");
   int64_t scaleOff = addArray(*scale), biasOff = addArray(*bias);
   int in = inLayout(tensorOf(op.getX()), plan::Layout::Plain, op.getLoc());
-  int o = resultTensor(op.getY(), plan::Layout::Plain);
+  // The chain after it (the next QuantizeLinear above all: an encoder's
+  // norm feeds a quantized matrix product) runs on the normalized vectors
+  // in registers; constants per element of the row come from the weights.
+  std::shared_ptr<ChainProgram> chain;
+  Value exit = op.getY();
+  SmallVector<Location> locs = {op.getLoc()};
+  int64_t lastAxis = static_cast<int64_t>(shape.size()) - 1;
+  if (axis == lastAxis)
+    if (std::optional<Chain> c = matchChain(op.getY(), nullptr, lastAxis)) {
+      chain = std::make_shared<ChainProgram>(
+          chainProgram(*c, op.getY(), lastAxis, nullptr));
+      for (Operation *f : c->ops) {
+        folded.insert(f);
+        locs.push_back(f->getLoc());
+      }
+      exit = c->exit;
+    }
+  Location at =
+      chain ? Location(FusedLoc::get(op.getContext(), locs)) : op.getLoc();
+  int o = resultTensor(exit, plan::Layout::Plain);
   float eps = op.getEpsilon().convertToFloat();
-  addLayer(op, "fp32-layernorm", "fp32", rows >= 8, 0, {in}, {o}, [=](KB &k) {
-    OpBuilder &b = k.b;
-    int64_t xo = tensors[in].desc.offset, yo = tensors[o].desc.offset;
-    auto [b0, e0] = k.share(rows);
-    k.loop(b0, e0, 1, [&](Value r) {
-      Value base = k.mul(r, k.c(n));
-      auto x = [&](Value i) {
-        return k.load(k.f32, k.at(xo, k.add(base, i), 4));
-      };
-      auto sum = [&](llvm::function_ref<Value(Value)> term) {
-        return k.loop(k.c(0), k.c(n), 1, ValueRange{k.cf(0.f)},
-                      [&](Value i, ValueRange a) -> SmallVector<Value> {
-                        return {b.create<arith::AddFOp>(k.loc, a[0], term(i))};
-                      })[0];
-      };
-      Value mean = b.create<arith::DivFOp>(
-          k.loc, sum([&](Value i) { return x(i); }), k.cf(float(n)));
-      Value var = b.create<arith::DivFOp>(
-          k.loc, sum([&](Value i) -> Value {
-            Value d = b.create<arith::SubFOp>(k.loc, x(i), mean);
-            return b.create<arith::MulFOp>(k.loc, d, d);
-          }),
-          k.cf(float(n)));
-      Value inv = b.create<arith::DivFOp>(
-          k.loc, k.cf(1.f),
-          b.create<math::SqrtOp>(
-              k.loc, b.create<arith::AddFOp>(k.loc, var, k.cf(eps))));
-      k.loop(k.c(0), k.c(n), 1, [&](Value i) {
-        auto param = [&](int64_t off) {
-          return k.load(k.f32, k.weightsAt(off, i, 4));
-        };
-        Value y = b.create<arith::MulFOp>(
-            k.loc, b.create<arith::SubFOp>(k.loc, x(i), mean), inv);
-        y = b.create<arith::MulFOp>(k.loc, y, param(scaleOff));
-        y = b.create<arith::AddFOp>(k.loc, y, param(biasOff));
-        k.store(y, k.at(yo, k.add(base, i), 4));
+  std::string kernel = "fp32-layernorm";
+  if (chain)
+    kernel += "+" + chain->name;
+  // Rows of n contiguous floats, 16 lanes at a time with the tail masked:
+  // lane sums, one horizontal add per sum, then (x - mean) * (1 /
+  // sqrt(var + eps)) * scale + bias as the reference (in f32; its sums are
+  // double).
+  addLayer(
+      at, nodeName(at), opTypeOf(at, op), kernel,
+      tensors[o].int8 ? "int8" : "fp32", rows >= 8, 0, {in}, {o}, [=](KB &k) {
+        OpBuilder &b = k.b;
+        auto vf = VectorType::get({16}, k.f32);
+        const CTensor &O = tensors[o];
+        int64_t xo = tensors[in].desc.offset, yo = O.desc.offset;
+        int64_t chunks = (n + 15) / 16, oes = O.int8 ? 1 : 4;
+        auto [b0, e0] = k.share(rows);
+        k.loop(b0, e0, 1, [&](Value r) {
+          Value base = k.mul(r, k.c(n));
+          auto col = [&](Value c) { return k.mul(c, k.c(16)); };
+          auto mask = [&](Value c) { return k.channelMask(col(c), n, 16); };
+          auto x = [&](Value c, Value fill) {
+            return k.maskedLoad(vf, k.at(xo, k.add(base, col(c)), 4), mask(c),
+                                fill);
+          };
+          auto sum = [&](function_ref<Value(Value)> term) {
+            Value lanes =
+                k.loop(k.c(0), k.c(chunks), 1, ValueRange{k.splatF(0.f, 16)},
+                       [&](Value c, ValueRange a) -> SmallVector<Value> {
+                         return {b.create<arith::AddFOp>(k.loc, a[0], term(c))};
+                       })[0];
+            return b.create<vector::ReductionOp>(
+                k.loc, vector::CombiningKind::ADD, lanes);
+          };
+          Value zero = k.splatF(0.f, 16);
+          Value mean = b.create<arith::DivFOp>(
+              k.loc, sum([&](Value c) { return x(c, zero); }), k.cf(float(n)));
+          Value meanV = k.splat(mean, 16);
+          // Masked-off lanes load the mean: their deviation is 0.
+          Value var = b.create<arith::DivFOp>(
+              k.loc, sum([&](Value c) -> Value {
+                Value d = b.create<arith::SubFOp>(k.loc, x(c, meanV), meanV);
+                return b.create<arith::MulFOp>(k.loc, d, d);
+              }),
+              k.cf(float(n)));
+          Value inv = k.splat(
+              b.create<arith::DivFOp>(
+                  k.loc, k.cf(1.f),
+                  b.create<math::SqrtOp>(
+                      k.loc, b.create<arith::AddFOp>(k.loc, var, k.cf(eps)))),
+              16);
+          k.loop(k.c(0), k.c(chunks), 1, [&](Value c) {
+            Value m = mask(c);
+            auto param = [&](int64_t off) {
+              return k.maskedLoad(vf, k.weightsAt(off, col(c), 4), m, zero);
+            };
+            Value y = b.create<arith::MulFOp>(
+                k.loc, b.create<arith::SubFOp>(k.loc, x(c, zero), meanV), inv);
+            y = b.create<arith::MulFOp>(k.loc, y, param(scaleOff));
+            y = b.create<arith::AddFOp>(k.loc, y, param(biasOff));
+            if (chain)
+              y = chain->run(k, {y}, param);
+            if (O.int8)
+              y = k.quantize(y, O.scale, O.zp, O.qmin, O.qmax);
+            k.maskedStore(y, k.at(yo, k.add(base, col(c)), oes), m);
+          });
+        });
       });
-    });
-  });
   return success();
 }
 

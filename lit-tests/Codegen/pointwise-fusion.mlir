@@ -333,3 +333,40 @@ func.func @batchnorm(%x: tensor<1x8x6x6xf32>) -> tensor<1x16x6x6xf32> {
   %c = onnx.Conv(%dq, %w) {kernel_shape = array<i64: 3, 3>, strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>} : (tensor<1x8x6x6xf32>, tensor<16x8x3x3xf32>) -> tensor<1x16x6x6xf32>
   return %c : tensor<1x16x6x6xf32>
 }
+
+// -----
+
+// A decomposed layer norm with gamma and beta (qat-layernorm-fuse makes
+// it one LayerNormalization), then a Mul the pass leaves (a constant that
+// varies along the row: the chain reads it from the weights by column)
+// and the next QuantizeLinear: one row layer from the f32 input to int8.
+// The row's 20 elements are a whole vector and a masked one of 4.
+// CHECK-LABEL: func.func @qatc_layer_0(
+// CHECK-SAME: qatc.kernel = "fp32-layernorm+mul+quantize"
+// CHECK: vector.reduction <add>
+// CHECK: vector.reduction <add>
+// CHECK: llvm.intr.masked.store {{.*}} : vector<16xi8>, vector<16xi1> into !llvm.ptr
+// CHECK: func.func @qatc_layer_1(
+// CHECK-SAME: qatc.kernel = "dequantize"
+func.func @layernorm_quantized(%x: tensor<1x6x20xf32>) -> tensor<1x6x20xf32> {
+  %two = onnx.Constant dense<2.0> : tensor<f32>
+  %eps = onnx.Constant dense<1.0e-5> : tensor<f32>
+  %gamma = onnx.Constant dense<1.5> : tensor<20xf32>
+  %beta = onnx.Constant dense<0.25> : tensor<20xf32>
+  %c = onnx.Constant dense<[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0, 13.0, 14.0, 15.0, 16.0, 17.0, 18.0, 19.0, 20.0]> : tensor<20xf32>
+  %s = onnx.Constant dense<0.05> : tensor<f32>
+  %z = onnx.Constant dense<0> : tensor<i8>
+  %m = onnx.ReduceMean(%x) {axes = array<i64: 2>} : (tensor<1x6x20xf32>) -> tensor<1x6x1xf32>
+  %d = onnx.Sub(%x, %m) : (tensor<1x6x20xf32>, tensor<1x6x1xf32>) -> tensor<1x6x20xf32>
+  %p = onnx.Pow(%d, %two) : (tensor<1x6x20xf32>, tensor<f32>) -> tensor<1x6x20xf32>
+  %v = onnx.ReduceMean(%p) {axes = array<i64: 2>} : (tensor<1x6x20xf32>) -> tensor<1x6x1xf32>
+  %ve = onnx.Add(%v, %eps) : (tensor<1x6x1xf32>, tensor<f32>) -> tensor<1x6x1xf32>
+  %sd = onnx.Sqrt(%ve) : (tensor<1x6x1xf32>) -> tensor<1x6x1xf32>
+  %n = onnx.Div(%d, %sd) : (tensor<1x6x20xf32>, tensor<1x6x1xf32>) -> tensor<1x6x20xf32>
+  %ng = onnx.Mul(%n, %gamma) : (tensor<1x6x20xf32>, tensor<20xf32>) -> tensor<1x6x20xf32>
+  %nb = onnx.Add(%ng, %beta) : (tensor<1x6x20xf32>, tensor<20xf32>) -> tensor<1x6x20xf32>
+  %g = onnx.Mul(%nb, %c) : (tensor<1x6x20xf32>, tensor<20xf32>) -> tensor<1x6x20xf32>
+  %q = onnx.QuantizeLinear(%g, %s, %z) : (tensor<1x6x20xf32>, tensor<f32>, tensor<i8>) -> tensor<1x6x20xi8>
+  %dq = onnx.DequantizeLinear(%q, %s, %z) : (tensor<1x6x20xi8>, tensor<f32>, tensor<i8>) -> tensor<1x6x20xf32>
+  return %dq : tensor<1x6x20xf32>
+}

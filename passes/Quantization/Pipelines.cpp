@@ -25,6 +25,7 @@ void qatc::quantization::buildLowerToQatPipeline(
     pm.addPass(createQatPrecisionOverride(override));
   }
   pm.addPass(createQatConvTransposeToConv());
+  pm.addPass(createQatLayerNormFuse());
   pm.addPass(createQatQdqConvert());
   pm.addPass(createQatWeightsFold());
   pm.addPass(createQatQdqPropagate());

@@ -183,6 +183,26 @@ def layernorm_case(b, shape, axis):
     return list(shape), b.act_qdq(y, 0.05), list(shape)
 
 
+def layernorm_decomposed_case(b, shape, pow_square=True, affine=True):
+    """A layer norm over the last axis as exporters before opset 17 write it
+    (ReduceMean, Sub, Pow 2 or Mul(d, d), ReduceMean, Add eps, Sqrt, Div,
+    Mul gamma, Add beta): qat-layernorm-fuse makes it one LayerNormalization,
+    whose row kernel quantizes in registers."""
+    x = b.act_qdq("x", 0.05)
+    m = b.node("ReduceMean", [x], axes=[-1])
+    d = b.node("Sub", [x, m])
+    sq = (b.node("Pow", [d, b.const("two", np.array(2, np.float32))]) if pow_square
+          else b.node("Mul", [d, d]))
+    v = b.node("ReduceMean", [sq], axes=[-1])
+    s = b.node("Sqrt", [b.node("Add", [v, b.const("eps", np.array(1e-5, np.float32))])])
+    y = b.node("Div", [d, s])
+    if affine:
+        n = shape[-1]
+        y = b.node("Mul", [y, b.const("g", b.rng.uniform(0.5, 1.5, n).astype(np.float32))])
+        y = b.node("Add", [y, b.const("b", b.rng.normal(0, 0.2, n).astype(np.float32))])
+    return list(shape), b.act_qdq(y, 0.05), list(shape)
+
+
 def residual_add_case(b, c, hw, downsample):
     """conv -> Q/DQ -> Add(residual, both quantized) -> Relu -> Q/DQ: the Add
     runs in the epilogue of the conv made last (ResNet's bottleneck)."""
@@ -481,6 +501,10 @@ CASES = {
     "add_quantized_constant_runs": lambda b: add_constant_case(b, (1, 7, 19, 23)),
     "layernorm_last_axis": lambda b: layernorm_case(b, (1, 5, 19), -1),
     "layernorm_two_axes": lambda b: layernorm_case(b, (2, 3, 4, 5), 2),
+    # 64 rows of 130 (8 vectors and a masked tail), shared by threads.
+    "layernorm_decomposed": lambda b: layernorm_decomposed_case(b, (1, 64, 130)),
+    "layernorm_decomposed_mul_plain": lambda b: layernorm_decomposed_case(
+        b, (2, 9, 48), pow_square=False, affine=False),
     # Products of two activations through the packed dense kernel.
     "batched_qk_transposed": lambda b: batched_case(b, True),
     "batched_av_strided": lambda b: batched_case(b, False),

@@ -101,6 +101,21 @@ def QatConvTransposeToConv
   }];
 }
 
+def QatLayerNormFuse : Pass<"qat-layernorm-fuse", "::mlir::ModuleOp"> {
+  let summary = "Rewrite decomposed layer norms as LayerNormalization";
+  let description = [{
+    ReduceMean -> Sub -> Pow(2) (or Mul(d, d)) -> ReduceMean -> Add(eps) ->
+    Sqrt -> Div over the trailing axes of an f32 tensor, optionally followed
+    by a Mul with a constant gamma and an Add with a constant beta (how
+    exporters before opset 17 spell a layer norm), becomes one
+    `onnx.LayerNormalization` named after all the nodes it replaces, which
+    the code generator runs as one row kernel. Groups whose intermediate
+    values have other readers, whose gamma or beta is not a constant over
+    the normalized axes, or whose nodes the precision override forces to
+    fp32 are left alone. Results change by fp32 reassociation only.
+  }];
+}
+
 def QatQdqConvert : Pass<"qat-qdq-convert", "::mlir::ModuleOp"> {
   let summary = "Turn ONNX Q/DQ nodes into qat.quantize / qat.dequantize";
   let description = [{
