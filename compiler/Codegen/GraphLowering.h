@@ -717,6 +717,10 @@ private:
   /// Softmax or LogSoftmax of `x` along `axis`.
   LogicalResult lowerSoftmaxLike(Operation *op, Value x, int64_t axis,
                                  bool log);
+  /// Softmax over contiguous rows of 16 to 256 elements, each row in
+  /// registers, with the chain after it (its QuantizeLinear).
+  LogicalResult lowerSoftmaxInRegisters(Operation *op, int in, int64_t n,
+                                        int64_t rows);
   LogicalResult lowerSoftmax(onnx::SoftmaxOp op);
   LogicalResult lowerPow(onnx::PowOp op);
   LogicalResult lowerLayerNorm(onnx::LayerNormalizationOp op);

@@ -130,6 +130,19 @@ Value KB::slice(Value v, int64_t i, int64_t lanes) {
       ArrayRef<int64_t>{1});
 }
 
+Value KB::reduceLanes(Value v, bool max) {
+  // Halves added (or maxed) lane by lane: log2(n) steps. LLVM's own
+  // vector.reduce.fadd, without reassociation allowed, adds the lanes one
+  // after another: 16 dependent scalar adds.
+  for (int64_t n = cast<VectorType>(v.getType()).getNumElements(); n > 1;
+       n /= 2) {
+    Value lo = slice(v, 0, n / 2), hi = slice(v, 1, n / 2);
+    v = max ? b.create<arith::MaximumFOp>(loc, lo, hi).getResult()
+            : b.create<arith::AddFOp>(loc, lo, hi).getResult();
+  }
+  return b.create<vector::ExtractOp>(loc, v, ArrayRef<int64_t>{0});
+}
+
 Value KB::per16(ValueRange operands,
                 llvm::function_ref<Value(ArrayRef<Value>)> fn) {
   int64_t n = cast<VectorType>(operands[0].getType()).getNumElements();

@@ -93,6 +93,9 @@ public:
   mlir::Value tile(mlir::Value v, int64_t times);
   /// Lanes [16 i, 16 i + 16) of `v` (or of `lanes` from `lanes` * i).
   mlir::Value slice(mlir::Value v, int64_t i, int64_t lanes = 16);
+  /// The sum (or with `max`, the maximum) of the lanes of f32 vector `v`
+  /// (a power of 2 of them), as a tree of halves.
+  mlir::Value reduceLanes(mlir::Value v, bool max = false);
   /// `fn` on each 16-lane slice of `operands` (equal vectors of a multiple
   /// of 16 lanes), the results end to end: an x86 intrinsic takes exactly
   /// one zmm.

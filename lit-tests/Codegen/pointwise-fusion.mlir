@@ -343,8 +343,12 @@ func.func @batchnorm(%x: tensor<1x8x6x6xf32>) -> tensor<1x16x6x6xf32> {
 // The row's 20 elements are a whole vector and a masked one of 4.
 // CHECK-LABEL: func.func @qatc_layer_0(
 // CHECK-SAME: qatc.kernel = "fp32-layernorm+mul+quantize"
-// CHECK: vector.reduction <add>
-// CHECK: vector.reduction <add>
+// The sums add halves of the lane vector (16 -> 8 -> 4 -> 2 -> 1), not the
+// 16 lanes one after another (LLVM's ordered vector.reduce.fadd).
+// CHECK-NOT: vector.reduction
+// CHECK: vector.extract_strided_slice {{.*}} {offsets = [8], sizes = [8], strides = [1]} : vector<16xf32> to vector<8xf32>
+// CHECK: vector.extract_strided_slice {{.*}} {offsets = [1], sizes = [1], strides = [1]} : vector<2xf32> to vector<1xf32>
+// CHECK-NOT: vector.reduction
 // CHECK: llvm.intr.masked.store {{.*}} : vector<16xi8>, vector<16xi1> into !llvm.ptr
 // CHECK: func.func @qatc_layer_1(
 // CHECK-SAME: qatc.kernel = "dequantize"
@@ -369,4 +373,27 @@ func.func @layernorm_quantized(%x: tensor<1x6x20xf32>) -> tensor<1x6x20xf32> {
   %q = onnx.QuantizeLinear(%g, %s, %z) : (tensor<1x6x20xf32>, tensor<f32>, tensor<i8>) -> tensor<1x6x20xi8>
   %dq = onnx.DequantizeLinear(%q, %s, %z) : (tensor<1x6x20xi8>, tensor<f32>, tensor<i8>) -> tensor<1x6x20xf32>
   return %dq : tensor<1x6x20xf32>
+}
+
+// -----
+
+// Softmax over rows of 40 (2 vectors and a masked 8) and the next
+// QuantizeLinear: one layer, the rows in registers, 4 rows a step (5
+// rows: 4, then the last alone), one division per row for the
+// reciprocal of its sum.
+// CHECK-LABEL: func.func @qatc_layer_0(
+// CHECK-SAME: qatc.kernel = "fp32-softmax 16+quantize"
+// CHECK-COUNT-4: arith.divf %{{.*}} : f32
+// CHECK: scf.for
+// CHECK: arith.divf %{{.*}} : f32
+// CHECK: llvm.intr.masked.store {{.*}} : vector<16xi8>, vector<16xi1> into !llvm.ptr
+// CHECK: func.func @qatc_layer_1(
+// CHECK-SAME: qatc.kernel = "dequantize"
+func.func @softmax_quantized(%x: tensor<1x5x40xf32>) -> tensor<1x5x40xf32> {
+  %s = onnx.Constant dense<0.0078125> : tensor<f32>
+  %z = onnx.Constant dense<0> : tensor<i8>
+  %p = onnx.Softmax(%x) {axis = -1 : i64} : (tensor<1x5x40xf32>) -> tensor<1x5x40xf32>
+  %q = onnx.QuantizeLinear(%p, %s, %z) : (tensor<1x5x40xf32>, tensor<f32>, tensor<i8>) -> tensor<1x5x40xi8>
+  %dq = onnx.DequantizeLinear(%q, %s, %z) : (tensor<1x5x40xi8>, tensor<f32>, tensor<i8>) -> tensor<1x5x40xf32>
+  return %dq : tensor<1x5x40xf32>
 }

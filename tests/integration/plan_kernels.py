@@ -203,6 +203,14 @@ def layernorm_decomposed_case(b, shape, pow_square=True, affine=True):
     return list(shape), b.act_qdq(y, 0.05), list(shape)
 
 
+def softmax_case(b, shape):
+    """Softmax over the last axis, quantized after (attention's
+    probabilities before softmax . V): each row in registers, rows four at
+    a time, the QuantizeLinear in the same layer."""
+    x = b.act_qdq("x", 0.1)
+    return list(shape), b.act_qdq(b.node("Softmax", [x], axis=-1), 1 / 255), list(shape)
+
+
 def residual_add_case(b, c, hw, downsample):
     """conv -> Q/DQ -> Add(residual, both quantized) -> Relu -> Q/DQ: the Add
     runs in the epilogue of the conv made last (ResNet's bottleneck)."""
@@ -505,6 +513,10 @@ CASES = {
     "layernorm_decomposed": lambda b: layernorm_decomposed_case(b, (1, 64, 130)),
     "layernorm_decomposed_mul_plain": lambda b: layernorm_decomposed_case(
         b, (2, 9, 48), pow_square=False, affine=False),
+    # Rows of 37 (2 vectors and a masked 5) in groups of 4, 42 rows: each
+    # thread's last rows one at a time; rows of 200 (13 vectors) one by one.
+    "softmax_rows37": lambda b: softmax_case(b, (2, 3, 7, 37)),
+    "softmax_rows200": lambda b: softmax_case(b, (1, 9, 200)),
     # Products of two activations through the packed dense kernel.
     "batched_qk_transposed": lambda b: batched_case(b, True),
     "batched_av_strided": lambda b: batched_case(b, False),
