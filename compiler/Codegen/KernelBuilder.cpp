@@ -1181,7 +1181,8 @@ void qatc::codegen::emitDenseConv(KB &k, Isa isa, const DenseConvSpec &s) {
     });
     return;
   }
-  auto [begin, end] = k.share(blocks * tiles);
+  auto [begin, end] = s.shareBegin ? std::make_pair(s.shareBegin, s.shareEnd)
+                                   : k.share(blocks * tiles);
   planPrefetch(k.c(tiles));
   k.loop(begin, end, 1, [&](Value idx) {
     Value t = k.rem(idx, k.c(tiles));

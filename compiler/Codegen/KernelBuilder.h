@@ -354,12 +354,20 @@ struct DenseConvSpec : ConvSpec {
   /// split by rows). Set where the weights are small, since each thread
   /// then reads all of them.
   bool splitPixels = false;
+  /// Set when the threads share a larger whole (a batched product's batches
+  /// one after another): this thread's (block, tile) items of this
+  /// product, clamped to [0, workItems()]; else the threads share them.
+  mlir::Value shareBegin, shareEnd;
   /// Input channels the K loop reads (0: the channel stride for int8, IC for
   /// f32); a group of a grouped convolution reads fewer than the stride.
   int64_t KC = 0;
   /// K loop steps per tap: dwords of 4 channels (int8) or floats.
   int64_t kSteps() const {
     return int8 ? (KC ? KC : inCS) / 4 : (KC ? KC : IC);
+  }
+  /// The (channel block, pixel tile) pairs the threads share.
+  int64_t workItems() const {
+    return (OC + NV * 16 - 1) / (NV * 16) * ((N * OH * OW + MR - 1) / MR);
   }
 };
 void emitDenseConv(KB &k, Isa isa, const DenseConvSpec &s);
