@@ -12,6 +12,8 @@
 
 #include "llvm/ADT/TypeSwitch.h"
 
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
 #include <cmath>
 
 using namespace mlir;
@@ -685,6 +687,129 @@ bool GraphLowering::packable(int ta, int tb, ArrayRef<int64_t> outShape) const {
   return true;
 }
 
+namespace {
+/// An int8 right-hand side w[k][n] of a batched product packed as the dense
+/// kernel's weights, [batch][n / NB][k / 4][n % NB][4 bytes] of stored - zp,
+/// with each column's zero-point term -za * sum_k w[k][n].
+struct Int8RhsPack {
+  int64_t batches, cols, K, N, NB, KS, batchBytes;
+  int64_t dstOff, corrOff, srcBase; ///< bytes
+  int64_t sbk, sbn;                 ///< source strides of k and n
+  int64_t zp, za;
+};
+} // namespace
+
+/// 16 bytes of stored - zp (lanes under `mask`; the others 0): v - zp in
+/// bytes is the scalar path's truncation, as stored - zp fits s8
+/// (GraphLowering::packable).
+static Value loadWeights16(KB &k, const Int8RhsPack &p, Value at, Value mask) {
+  auto v16i8 = VectorType::get({16}, k.i8);
+  Value zp = k.splatI(p.zp, 16, k.i8);
+  Value v = k.maskedLoad(v16i8, at, mask, zp);
+  return k.b.create<arith::SubIOp>(k.loc, v, zp);
+}
+
+static Value widen(KB &k, Value w) {
+  return k.b.create<arith::ExtSIOp>(k.loc, VectorType::get({16}, k.i32), w);
+}
+
+/// K contiguous in the source (K^T of attention is K's rows): a column's K
+/// bytes 16 at a time, each 4 of them one dword of the packed
+/// layout. The threads share (batch, column), batch by batch.
+static void packColumnsOfRows(KB &k, const Int8RhsPack &p,
+                              function_ref<Value(Value)> batchOffset) {
+  OpBuilder &b = k.b;
+  auto v4i32 = VectorType::get({4}, k.i32);
+  auto [b0, e0] = k.share(p.batches * p.cols);
+  k.loop(b0, e0, 1, [&](Value idx) {
+    Value bat = k.div(idx, k.c(p.cols)), n = k.rem(idx, k.c(p.cols));
+    Value nOk = k.lt(n, k.c(p.N));
+    Value col =
+        k.add(batchOffset(bat), k.mul(k.select(nOk, n, k.c(0)), k.c(p.sbn)));
+    Value dst = k.add(k.add(k.mul(bat, k.c(p.batchBytes)),
+                            k.mul(k.div(n, k.c(p.NB)), k.c(p.KS * p.NB * 4))),
+                      k.mul(k.rem(n, k.c(p.NB)), k.c(4)));
+    Value none = k.prefixMask(16, k.c(0));
+    // Bytes [16 g, 16 g + count) of the column: count / 4 dwords (rounded
+    // up; bytes past K load as zp, so they pack as 0).
+    auto group = [&](Value g, int64_t count, Value sum) -> Value {
+      Value mask = k.select(nOk, k.prefixMask(16, k.c(count)), none);
+      Value w = loadWeights16(
+          k, p, k.at(p.srcBase, k.add(col, k.mul(g, k.c(16))), 1), mask);
+      Value words = b.create<vector::BitCastOp>(k.loc, v4i32, w);
+      for (int64_t j = 0; j < (count + 3) / 4; ++j) {
+        Value kd = k.add(k.mul(g, k.c(4)), k.c(j));
+        k.store(b.create<vector::ExtractOp>(k.loc, words, ArrayRef<int64_t>{j}),
+                k.at(p.dstOff, k.add(dst, k.mul(kd, k.c(p.NB * 4))), 1));
+      }
+      return b.create<arith::AddIOp>(k.loc, sum, widen(k, w));
+    };
+    Value sum =
+        k.loop(k.c(0), k.c(p.K / 16), 1, ValueRange{k.splatI(0, 16, k.i32)},
+               [&](Value g, ValueRange a) -> SmallVector<Value> {
+                 return {group(g, 16, a[0])};
+               })[0];
+    if (p.K % 16)
+      sum = group(k.c(p.K / 16), p.K % 16, sum);
+    Value total =
+        b.create<vector::ReductionOp>(k.loc, vector::CombiningKind::ADD, sum);
+    k.store(b.create<arith::MulIOp>(
+                k.loc, total, b.create<arith::ConstantIntOp>(k.loc, -p.za, 32)),
+            k.at(p.corrOff, idx, 4));
+  });
+}
+
+/// N contiguous in the source (V of attention): 16 columns of 4 rows at a
+/// time, their bytes interleaved to 16 dwords, one 64-byte store; the 16
+/// columns' sums in one vector. The threads share (batch, 16 columns),
+/// batch by batch.
+static void packRowsOf16Columns(KB &k, const Int8RhsPack &p,
+                                function_ref<Value(Value)> batchOffset) {
+  OpBuilder &b = k.b;
+  const int64_t groups = p.cols / 16;
+  // Byte 4 c + r of the result is row r's byte c.
+  SmallVector<int64_t> pairs, quads;
+  for (int64_t i = 0; i < 32; ++i)
+    pairs.push_back(i);
+  for (int64_t c = 0; c < 16; ++c)
+    for (int64_t r = 0; r < 4; ++r)
+      quads.push_back((r / 2) * 32 + (r % 2) * 16 + c);
+  auto [b0, e0] = k.share(p.batches * groups);
+  k.loop(b0, e0, 1, [&](Value idx) {
+    Value bat = k.div(idx, k.c(groups));
+    Value n0 = k.mul(k.rem(idx, k.c(groups)), k.c(16));
+    Value base = k.add(batchOffset(bat), k.mul(n0, k.c(p.sbn)));
+    Value cols = k.prefixMask(16, k.sub(k.c(p.N), n0));
+    Value none = k.prefixMask(16, k.c(0));
+    Value dst = k.add(k.add(k.mul(bat, k.c(p.batchBytes)),
+                            k.mul(k.div(n0, k.c(p.NB)), k.c(p.KS * p.NB * 4))),
+                      k.mul(k.rem(n0, k.c(p.NB)), k.c(4)));
+    Value sum = k.loop(
+        k.c(0), k.c(p.KS), 1, ValueRange{k.splatI(0, 16, k.i32)},
+        [&](Value kd, ValueRange a) -> SmallVector<Value> {
+          SmallVector<Value> w;
+          Value acc = a[0];
+          for (int64_t r = 0; r < 4; ++r) {
+            Value row = k.add(k.mul(kd, k.c(4)), k.c(r));
+            Value ok = k.lt(row, k.c(p.K));
+            Value at = k.at(
+                p.srcBase,
+                k.add(base, k.mul(k.select(ok, row, k.c(0)), k.c(p.sbk))), 1);
+            w.push_back(loadWeights16(k, p, at, k.select(ok, cols, none)));
+            acc = b.create<arith::AddIOp>(k.loc, acc, widen(k, w.back()));
+          }
+          Value lo = b.create<vector::ShuffleOp>(k.loc, w[0], w[1], pairs);
+          Value hi = b.create<vector::ShuffleOp>(k.loc, w[2], w[3], pairs);
+          k.store(b.create<vector::ShuffleOp>(k.loc, lo, hi, quads),
+                  k.at(p.dstOff, k.add(dst, k.mul(kd, k.c(p.NB * 4))), 1));
+          return {acc};
+        })[0];
+    Value corr =
+        b.create<arith::MulIOp>(k.loc, sum, k.splatI(-p.za, 16, k.i32));
+    k.store(corr, k.at(p.corrOff, k.add(k.mul(bat, k.c(p.cols)), n0), 4));
+  });
+}
+
 LogicalResult GraphLowering::packedProduct(Operation *op, int ta, int tb,
                                            bool transB, int o, float mult,
                                            Epilogue ep) {
@@ -748,9 +873,8 @@ LogicalResult GraphLowering::packedProduct(Operation *op, int ta, int tb,
         int64_t es = int8 ? 1 : 4;
         int64_t srcBase = src.byteOffset + src.offset * es;
         OpBuilder &b = k.b;
-        auto [b0, e0] = k.share(batches * cols);
-        k.loop(b0, e0, 1, [&](Value idx) {
-          Value bat = k.div(idx, k.c(cols)), n = k.rem(idx, k.c(cols));
+        // Where batch `bat` starts in the source (elements).
+        auto batchOffset = [&](Value bat) {
           Value rest = bat, bOff = k.c(0);
           for (size_t d = rank - 2; d-- > 0;) {
             Value i = d == 0 ? rest : k.rem(rest, k.c(batch[d]));
@@ -758,6 +882,33 @@ LogicalResult GraphLowering::packedProduct(Operation *op, int ta, int tb,
               rest = k.div(rest, k.c(batch[d]));
             bOff = k.add(bOff, k.mul(i, k.c(src.strides[d])));
           }
+          return bOff;
+        };
+        if (int8 && (sbk == 1 || sbn == 1)) {
+          Int8RhsPack pk{batches,
+                         cols,
+                         K,
+                         N,
+                         NB,
+                         KS,
+                         batchBytes,
+                         P.desc.offset,
+                         P.desc.offset + corrBase,
+                         srcBase,
+                         sbk,
+                         sbn,
+                         Bt.zp,
+                         za};
+          if (sbk == 1)
+            packColumnsOfRows(k, pk, batchOffset);
+          else
+            packRowsOf16Columns(k, pk, batchOffset);
+          return;
+        }
+        auto [b0, e0] = k.share(batches * cols);
+        k.loop(b0, e0, 1, [&](Value idx) {
+          Value bat = k.div(idx, k.c(cols)), n = k.rem(idx, k.c(cols));
+          Value bOff = batchOffset(bat);
           Value nOk = k.lt(n, k.c(N));
           Value colBase =
               k.add(bOff, k.mul(k.select(nOk, n, k.c(0)), k.c(sbn)));

@@ -377,6 +377,25 @@ def batched_case(b, transposed, symmetric=True):
     return [2, 3, 18, 7], b.act_qdq(y, 0.2), [2, 3, 5, 13 if transposed else 7]
 
 
+def attention_case(b, zp=0):
+    """Attention over rank-3 plain rows ([3 heads, 18, 24] in place of
+    [heads, seq, d]): S = A . K^T with K^T a transposed view (K contiguous:
+    each column packed 16 bytes at a time; K = 10, N = 18), then S . V with
+    V a column slice (N contiguous: 16 columns of 4 rows interleaved per
+    store; K = 18 rows, 2 past the last group of 4, N = 19)."""
+    x = b.act_qdq("x", 0.05, zp, np.uint8 if zp else np.int8)
+    axes = b.const("ax", np.array([2], np.int64))
+
+    def cols(lo, hi):
+        return b.node("Slice", [x, b.const("st", np.array([lo], np.int64)),
+                                b.const("en", np.array([hi], np.int64)), axes])
+
+    kt = b.node("Transpose", [cols(10, 20)], perm=[0, 2, 1])
+    s = b.act_qdq(b.node("MatMul", [cols(0, 10), kt]), 0.1, zp, np.uint8 if zp else np.int8)
+    y = b.node("MatMul", [s, cols(4, 23)])
+    return [3, 18, 24], b.act_qdq(y, 0.2), [3, 18, 19]
+
+
 CASES = {
     # Channels off every vector width, tiny and odd maps.
     "conv_ic3_oc7_3x3": lambda b: conv_case(b, 3, 7, (9, 11), 3, pads=(1, 1, 1, 1)),
@@ -518,6 +537,8 @@ CASES = {
     "softmax_rows37": lambda b: softmax_case(b, (2, 3, 7, 37)),
     "softmax_rows200": lambda b: softmax_case(b, (1, 9, 200)),
     # Products of two activations through the packed dense kernel.
+    "attention_packed_rhs": lambda b: attention_case(b),
+    "attention_packed_rhs_u8": lambda b: attention_case(b, zp=128),
     "batched_qk_transposed": lambda b: batched_case(b, True),
     "batched_av_strided": lambda b: batched_case(b, False),
     "batched_zero_point": lambda b: batched_case(b, True, symmetric=False),
