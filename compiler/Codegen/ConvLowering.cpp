@@ -11,6 +11,7 @@
 #include "GraphLowering.h"
 
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/SaveAndRestore.h"
 
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
@@ -71,11 +72,15 @@ void GraphLowering::chooseTile(DenseConvSpec &s) const {
   // Xeon 6/207, 2 MB L2). int8 blocks are a quarter of the size and stay.
   if (s.NV == 4 && s.KH * s.KW * s.kSteps() * 64 * 4 > (768 << 10))
     s.NV = 2;
-  s.MR = avx512 ? (s.NV >= 4   ? 6
-                   : s.NV == 3 ? 8
-                   : s.NV == 2 ? 12
-                               : 16)
-                : (s.NV >= 2 ? 2 : 4);
+  s.MR = tileRows(avx512, s.NV);
+}
+
+int64_t GraphLowering::tileRows(bool avx512, int64_t nv) {
+  return avx512 ? (nv >= 4   ? 6
+                   : nv == 3 ? 8
+                   : nv == 2 ? 12
+                             : 16)
+                : (nv >= 2 ? 2 : 4);
 }
 
 DenseConvSpec GraphLowering::packDense(
@@ -810,9 +815,91 @@ static void packRowsOf16Columns(KB &k, const Int8RhsPack &p,
   });
 }
 
+std::function<void(KB &, const DenseConvSpec &, ArrayRef<SmallVector<Value>>,
+                   ArrayRef<Value>)>
+GraphLowering::rowSoftmaxEpilogue(const RowSoftmax &sm, int o, int64_t N,
+                                  const Epilogue &ep) {
+  std::shared_ptr<ChainProgram> chain = sm.chain;
+  const CTensor O = tensors[o];
+  return [=](KB &k, const DenseConvSpec &s, ArrayRef<SmallVector<Value>> accs,
+             ArrayRef<Value> pixels) {
+    OpBuilder &b = k.b;
+    auto vf = VectorType::get({16}, k.f32);
+    const int64_t NV = s.NV, oes = O.int8 ? 1 : 4;
+    float inf = std::numeric_limits<float>::infinity();
+    auto channel = [&](int64_t off, int64_t v) {
+      return k.load(vf, k.weightsAt(off, k.c(16 * v), 4));
+    };
+    // All the tile's rows side by side, as the separate softmax layer does
+    // 4 (attention's 6 rows of 4 vectors: 8.3 us a layer; 2 rows at a
+    // time, 10 us).
+    std::vector<SmallVector<Value>> rows(accs.size());
+    for (size_t r = 0; r < accs.size(); ++r)
+      for (int64_t v = 0; v < NV; ++v) {
+        // The product's epilogue (emitEpilogue's factors, then the bias):
+        // the scores are the bits the unfused layer stored.
+        Value y = accs[r][v];
+        if (s.int8)
+          y = b.create<arith::SIToFPOp>(k.loc, vf, y);
+        for (int64_t off : {ep.multOff, ep.scaleOff})
+          if (off >= 0)
+            y = b.create<arith::MulFOp>(k.loc, y, channel(off, v));
+        if (ep.biasOff >= 0)
+          y = b.create<arith::AddFOp>(k.loc, y, channel(ep.biasOff, v));
+        if (16 * (v + 1) > N)
+          y = k.select(k.channelMask(k.c(16 * v), N, 16), y,
+                       k.splatF(-inf, 16));
+        rows[r].push_back(y);
+      }
+    {
+      llvm::SaveAndRestore<bool> coarse(k.quantizedChain,
+                                        O.int8 || (chain && chain->quantized));
+      k.softmaxRows(rows);
+    }
+    for (size_t r = 0; r < rows.size(); ++r)
+      for (int64_t v = 0; v < NV; ++v) {
+        Value y = rows[r][v];
+        if (chain)
+          y = chain->run(k, {y}, [&](int64_t off) { return channel(off, v); });
+        if (O.int8)
+          y = k.quantizeApproximate(y, O.scale, O.zp, O.qmin, O.qmax);
+        Value at = k.at(
+            s.outOff, k.add(k.mul(pixels[r], k.c(s.outCS)), k.c(16 * v)), oes);
+        k.maskedStore(y, at, k.channelMask(k.c(16 * v), N, 16));
+      }
+  };
+}
+
+std::optional<RowSoftmax> GraphLowering::matchRowSoftmax(Value v) {
+  auto shape = cast<ShapedType>(v.getType()).getShape();
+  if (!v.hasOneUse() || shape.size() < 2 ||
+      !getElementTypeOrSelf(v.getType()).isF32() ||
+      shape.back() > (hasAvx512(target.isa) ? 64 : 32))
+    return std::nullopt;
+  auto sm = dyn_cast<onnx::SoftmaxOp>(*v.getUsers().begin());
+  int64_t rank = shape.size();
+  if (!sm || (static_cast<int64_t>(sm.getAxis()) + rank) % rank != rank - 1)
+    return std::nullopt;
+  RowSoftmax r;
+  r.exit = sm.getResult();
+  r.locs.push_back(sm.getLoc());
+  folded.insert(sm);
+  if (std::optional<Chain> c = matchChain(r.exit, nullptr, rank - 1)) {
+    r.chain = std::make_shared<ChainProgram>(
+        chainProgram(*c, r.exit, rank - 1, nullptr));
+    for (Operation *f : c->ops) {
+      folded.insert(f);
+      r.locs.push_back(f->getLoc());
+    }
+    r.exit = c->exit;
+  }
+  return r;
+}
+
 LogicalResult GraphLowering::packedProduct(Operation *op, int ta, int tb,
                                            bool transB, int o, float mult,
-                                           Epilogue ep) {
+                                           Epilogue ep,
+                                           const RowSoftmax *softmax) {
   const bool int8 = tensors[ta].int8;
   // Rows of the left-hand side must be contiguous: an NHWC or strided one is
   // copied to plain first.
@@ -840,6 +927,11 @@ LogicalResult GraphLowering::packedProduct(Operation *op, int ta, int tb,
   base.outCS = N;
   base.packedInArena = true;
   chooseTile(base);
+  if (softmax) {
+    // One block of columns: a tile holds whole rows.
+    base.NV = (N + 15) / 16;
+    base.MR = tileRows(hasAvx512(target.isa), base.NV);
+  }
   // Packed [batch][block][k step][NB][4 bytes]: a dword of 4 int8 k, or one
   // float.
   const int64_t NB = base.NV * 16, blocks = (N + NB - 1) / NB,
@@ -885,20 +977,10 @@ LogicalResult GraphLowering::packedProduct(Operation *op, int ta, int tb,
           return bOff;
         };
         if (int8 && (sbk == 1 || sbn == 1)) {
-          Int8RhsPack pk{batches,
-                         cols,
-                         K,
-                         N,
-                         NB,
-                         KS,
-                         batchBytes,
-                         P.desc.offset,
-                         P.desc.offset + corrBase,
-                         srcBase,
-                         sbk,
-                         sbn,
-                         Bt.zp,
-                         za};
+          const int64_t dst = P.desc.offset;
+          Int8RhsPack pk{
+              batches, cols,           K,       N,   NB,  KS,    batchBytes,
+              dst,     dst + corrBase, srcBase, sbk, sbn, Bt.zp, za};
           if (sbk == 1)
             packColumnsOfRows(k, pk, batchOffset);
           else
@@ -954,8 +1036,17 @@ LogicalResult GraphLowering::packedProduct(Operation *op, int ta, int tb,
   Isa isa = target.isa;
   std::string kernel = denseKernelName(base);
   kernel.replace(kernel.find("-conv"), 5, "-batched-matmul");
-  addLayer(op, kernel, int8 ? "int8" : "fp32", batches * M * N * K > 50000,
-           batches * M * N * K, {ta, packed}, {o}, [=](KB &k) {
+  SmallVector<Location> locs = {op->getLoc()};
+  if (softmax) {
+    kernel += softmax->chain ? "+softmax+" + softmax->chain->name : "+softmax";
+    locs.append(softmax->locs.begin(), softmax->locs.end());
+    base.rowEpilogue = rowSoftmaxEpilogue(*softmax, o, N, ep);
+  }
+  Location at =
+      softmax ? Location(FusedLoc::get(op->getContext(), locs)) : op->getLoc();
+  addLayer(at, nodeName(at), opTypeOf(at, op), kernel, int8 ? "int8" : "fp32",
+           batches * M * N * K > 50000, batches * M * N * K, {ta, packed}, {o},
+           [=](KB &k) {
              const CTensor &Ot = tensors[o], &P = tensors[packed];
              StridedOperand ao = operand(Src{ta, -1, {}}, la);
              std::vector<int64_t> os = rowMajor(Ot.desc.shape);
@@ -1114,7 +1205,14 @@ LogicalResult GraphLowering::lowerQatMatMul(qat::MatMulOp op) {
     if (!qat::getPerTensorType(op.getRhs().getType()))
       return op.emitError("qatc compiles activation matrix products with a "
                           "per-tensor right-hand side only");
-    int o = resultTensor(op.getOutput(), plan::Layout::Plain);
+    // Attention's scores: the softmax after them runs in the product's
+    // epilogue.
+    std::optional<RowSoftmax> softmax;
+    if (!op.getActivation() &&
+        packable(tensorOf(op.getLhs()), tensorOf(op.getRhs()), outShape))
+      softmax = matchRowSoftmax(op.getOutput());
+    int o = resultTensor(softmax ? softmax->exit : op.getOutput(),
+                         plan::Layout::Plain);
     const CTensor &A = tensors[tensorOf(op.getLhs())],
                   &B = tensors[tensorOf(op.getRhs())];
     float mult =
@@ -1131,12 +1229,14 @@ LogicalResult GraphLowering::lowerQatMatMul(qat::MatMulOp op) {
       return op.emitError("a residual activation without a residual");
     if (packable(tensorOf(op.getLhs()), tensorOf(op.getRhs()), outShape)) {
       Epilogue ep;
-      fillEpilogueOut(ep, tensors[o]);
+      if (!softmax)
+        fillEpilogueOut(ep, tensors[o]);
       ep.scaleOff = scaleOff;
       ep.biasOff = biasOff;
       fillActivation(ep, op.getActivation(), false);
       return packedProduct(op, tensorOf(op.getLhs()), tensorOf(op.getRhs()),
-                           op.getTransposeRhs(), o, mult, ep);
+                           op.getTransposeRhs(), o, mult, ep,
+                           softmax ? &*softmax : nullptr);
     }
     return batchedProduct(op, tensorOf(op.getLhs()), tensorOf(op.getRhs()),
                           op.getTransposeRhs(), o, mult, scaleOff, biasOff,

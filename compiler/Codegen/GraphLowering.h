@@ -180,6 +180,14 @@ struct ChainProgram {
             llvm::function_ref<Value(int64_t)> channel) const;
 };
 
+/// A Softmax (and the chain after it) folded into the product before it
+/// (GraphLowering::matchRowSoftmax).
+struct RowSoftmax {
+  std::shared_ptr<ChainProgram> chain;
+  Value exit;                 ///< the result the fused layer writes
+  SmallVector<Location> locs; ///< the softmax's and the chain's nodes
+};
+
 inline std::vector<int64_t> rowMajor(ArrayRef<int64_t> shape) {
   std::vector<int64_t> st(shape.size(), 1);
   int64_t acc = 1;
@@ -733,8 +741,16 @@ private:
   /// strides: transposes cost nothing) into the kernel's weight layout, with
   /// its zero-point terms for int8; a second runs the kernel per batch with
   /// epilogue `ep` (its multiplier array is set here from `mult`).
+  /// With `softmax`, the product's rows are `o`'s softmax's input: the
+  /// kernel's tiles hold whole rows, and their epilogue is the softmax and
+  /// its chain (attention's scores never go to memory).
   LogicalResult packedProduct(Operation *op, int ta, int tb, bool transB, int o,
-                              float mult, Epilogue ep);
+                              float mult, Epilogue ep,
+                              const RowSoftmax *softmax = nullptr);
+  /// The Softmax over the last axis that alone reads product result `v`,
+  /// when a dense tile holds its rows (at most 64 columns; 32 without
+  /// AVX-512), with the chain after it; the ops are folded.
+  std::optional<RowSoftmax> matchRowSoftmax(Value v);
   /// packedProduct applies: both operands int8 (a right-hand zero point
   /// that keeps w = q - z in s8) or both f32, the same batch shape.
   bool packable(int ta, int tb, ArrayRef<int64_t> outShape) const;
@@ -761,6 +777,15 @@ private:
                 int64_t inChannel = 0, int64_t outChannel = 0) const;
   /// Picks the register tile (MR x NV*16) of `s` for the target.
   void chooseTile(DenseConvSpec &s) const;
+  /// Pixels per dense tile of `nv` vectors of 16 channels.
+  static int64_t tileRows(bool avx512, int64_t nv);
+  /// The row epilogue (DenseConvSpec::rowEpilogue) of a product whose rows
+  /// are `sm`'s softmax's: the product's own factors and bias, the softmax,
+  /// its chain, stored to `o`.
+  std::function<void(KB &, const DenseConvSpec &, ArrayRef<SmallVector<Value>>,
+                     ArrayRef<Value>)>
+  rowSoftmaxEpilogue(const RowSoftmax &sm, int o, int64_t N,
+                     const Epilogue &ep);
   /// Picks the tile of `s` and packs `weightAt(oc, ic, kh, kw)` for it
   /// (zero beyond the real channels).
   DenseConvSpec

@@ -130,14 +130,17 @@ Value KB::slice(Value v, int64_t i, int64_t lanes) {
       ArrayRef<int64_t>{1});
 }
 
-Value KB::reduceLanes(Value v, bool max) {
+Value KB::reduceLanes(Value v, bool max, bool skipNaN) {
   // Halves added (or maxed) lane by lane: log2(n) steps. LLVM's own
   // vector.reduce.fadd, without reassociation allowed, adds the lanes one
   // after another: 16 dependent scalar adds.
+  auto flags = arith::FastMathFlagsAttr::get(
+      b.getContext(),
+      skipNaN ? arith::FastMathFlags::nnan : arith::FastMathFlags::none);
   for (int64_t n = cast<VectorType>(v.getType()).getNumElements(); n > 1;
        n /= 2) {
     Value lo = slice(v, 0, n / 2), hi = slice(v, 1, n / 2);
-    v = max ? b.create<arith::MaximumFOp>(loc, lo, hi).getResult()
+    v = max ? b.create<arith::MaximumFOp>(loc, lo, hi, flags).getResult()
             : b.create<arith::AddFOp>(loc, lo, hi).getResult();
   }
   return b.create<vector::ExtractOp>(loc, v, ArrayRef<int64_t>{0});
@@ -385,6 +388,14 @@ Value KB::quantize(Value y, float scale, int64_t zp, float lo, float hi,
   });
 }
 
+Value KB::quantizeApproximate(Value y, float scale, int64_t zp, int64_t qmin,
+                              int64_t qmax) {
+  Value qi = quantizeWide(y, scale, zp, static_cast<float>(qmin - zp),
+                          static_cast<float>(qmax - zp), /*finite=*/false, 1.f,
+                          0.f, /*approximate=*/true);
+  return b.create<arith::TruncIOp>(loc, like(qi.getType(), i8), qi);
+}
+
 Value KB::exp(Value x) { return expOf(x, /*negated=*/false); }
 
 Value KB::expOf(Value x, bool negated) {
@@ -486,6 +497,47 @@ static Value exp2Short(KB &k, Value t) {
             ValueRange{x[0], x[1], x[0], mask, current})
         .getResult(0);
   });
+}
+
+void KB::softmaxRows(MutableArrayRef<SmallVector<Value>> rows) {
+  // The maximum may skip a NaN (one vmaxps, not three instructions): the
+  // NaN's own exponential makes the sum, and so the whole row, NaN anyway.
+  auto noNaN =
+      arith::FastMathFlagsAttr::get(b.getContext(), arith::FastMathFlags::nnan);
+  // Pairwise, so the adds and maximums do not wait on each other.
+  auto tree = [&](SmallVector<Value> v, bool max) {
+    while (v.size() > 1) {
+      SmallVector<Value> next;
+      for (size_t i = 0; i + 1 < v.size(); i += 2)
+        next.push_back(
+            max ? b.create<arith::MaximumFOp>(loc, v[i], v[i + 1], noNaN)
+                      .getResult()
+                : b.create<arith::AddFOp>(loc, v[i], v[i + 1]).getResult());
+      if (v.size() % 2)
+        next.push_back(v.back());
+      v = next;
+    }
+    return reduceLanes(v[0], max, /*skipNaN=*/true);
+  };
+  // Quantized probabilities: exp(d) as 2^(d log2 e) rounded once, as the
+  // sigmoid's (d <= 0, so 2^t needs no clamp; -inf gives 0).
+  const bool shortExp = quantizedChain && avx512;
+  for (SmallVector<Value> &row : rows) {
+    Value mx = splat(tree(row, /*max=*/true), 16);
+    for (Value &v : row) {
+      Value d = b.create<arith::SubFOp>(loc, v, mx);
+      v = shortExp ? exp2Short(*this, b.create<arith::MulFOp>(
+                                          loc, d, splatF(1.44269504f, 16)))
+                   : exp(d);
+    }
+  }
+  SmallVector<Value> inv;
+  for (SmallVector<Value> &row : rows)
+    inv.push_back(splat(
+        b.create<arith::DivFOp>(loc, cf(1.f), tree(row, /*max=*/false)), 16));
+  for (size_t r = 0; r < rows.size(); ++r)
+    for (Value &v : rows[r])
+      v = b.create<arith::MulFOp>(loc, v, inv[r]);
 }
 
 Value KB::sigmoid(Value x) {
@@ -1151,6 +1203,18 @@ void qatc::codegen::emitDenseConv(KB &k, Isa isa, const DenseConvSpec &s) {
                 },
                 anyRow);
           });
+      if (s.rowEpilogue) {
+        assert(blocks == 1 && "a row epilogue needs every channel in a tile");
+        SmallVector<SmallVector<Value>> rows(mr);
+        SmallVector<Value> pix;
+        for (int64_t m = 0; m < mr; ++m) {
+          rows[m].assign(accs.begin() + m * s.NV,
+                         accs.begin() + (m + 1) * s.NV);
+          pix.push_back(k.add(p0, k.c(m)));
+        }
+        s.rowEpilogue(k, s, rows, pix);
+        return;
+      }
       for (int64_t v = 0; v < s.NV; ++v) {
         Value c = k.add(c0, k.c(v * 16));
         Value mask = k.channelMask(c, s.OC, NB);

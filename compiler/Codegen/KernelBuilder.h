@@ -94,8 +94,16 @@ public:
   /// Lanes [16 i, 16 i + 16) of `v` (or of `lanes` from `lanes` * i).
   mlir::Value slice(mlir::Value v, int64_t i, int64_t lanes = 16);
   /// The sum (or with `max`, the maximum) of the lanes of f32 vector `v`
-  /// (a power of 2 of them), as a tree of halves.
-  mlir::Value reduceLanes(mlir::Value v, bool max = false);
+  /// (a power of 2 of them), as a tree of halves. `skipNaN`: the maximum
+  /// may ignore NaN lanes (plain vmaxps).
+  mlir::Value reduceLanes(mlir::Value v, bool max = false,
+                          bool skipNaN = false);
+  /// Softmax of rows held in registers, in place: each row's f32 vectors
+  /// (lanes outside the row hold -inf, whose exponential is 0) become
+  /// exp(x - max) times the reciprocal of their sum. The rows' steps are
+  /// emitted side by side: one row is a chain of dependent steps (maximum,
+  /// exponentials, sum, reciprocal), several fill the pipes.
+  void softmaxRows(llvm::MutableArrayRef<llvm::SmallVector<mlir::Value>> rows);
   /// `fn` on each 16-lane slice of `operands` (equal vectors of a multiple
   /// of 16 lanes), the results end to end: an x86 intrinsic takes exactly
   /// one zmm.
@@ -155,6 +163,11 @@ public:
   mlir::Value quantize(mlir::Value y, float scale, int64_t zp, float lo,
                        float hi, bool finite = false, float yLo = 1.f,
                        float yHi = 0.f);
+  /// The same for a `y` that carries an error of an ulp or so already (a
+  /// softmax's probabilities): the quotient by a multiplication by RN(1 /
+  /// scale), as quantizeWide's `approximate`.
+  mlir::Value quantizeApproximate(mlir::Value y, float scale, int64_t zp,
+                                  int64_t qmin, int64_t qmax);
   /// f32 `q` (scalar or vector, within the i32 range) rounded half to even
   /// to i32.
   mlir::Value roundToI32(mlir::Value q);
@@ -358,6 +371,13 @@ struct DenseConvSpec : ConvSpec {
   /// one after another): this thread's (block, tile) items of this
   /// product, clamped to [0, workItems()]; else the threads share them.
   mlir::Value shareBegin, shareEnd;
+  /// Set where every output channel lies in one block (OC <= NV * 16): the
+  /// epilogue of a tile's rows, each row's NV accumulators together (a
+  /// softmax over the row: packedProduct), in place of `ep`'s.
+  std::function<void(KB &, const struct DenseConvSpec &,
+                     llvm::ArrayRef<llvm::SmallVector<mlir::Value>> rows,
+                     llvm::ArrayRef<mlir::Value> pixels)>
+      rowEpilogue;
   /// Input channels the K loop reads (0: the channel stride for int8, IC for
   /// f32); a group of a grouped convolution reads fewer than the stride.
   int64_t KC = 0;

@@ -82,3 +82,38 @@ func.func @main(%x: tensor<1x2x8x8xf32>, %v: tensor<1x2x8x8xf32>) -> tensor<1x2x
   %y = onnx.MatMul(%dp, %dv) : (tensor<1x2x8x8xf32>, tensor<1x2x8x8xf32>) -> tensor<1x2x8x8xf32>
   return %y : tensor<1x2x8x8xf32>
 }
+
+// -----
+
+// Attention's scores, softmax and its QuantizeLinear in one layer: rows of
+// 40 fit one tile (3 vectors, 8x48), so the softmax runs on the tile's
+// accumulators (the scale folded into the product's epilogue first) and
+// the f32 scores never go to memory. The probabilities' exponentials are
+// the short 2^t form (vreduceps, vscalefps), as they are quantized.
+// CHECK-LABEL: func.func @qatc_layer_0(
+// CHECK-SAME: qatc.kernel = "quantize"
+// CHECK: qatc.kernel = "pack-int8-rhs"
+// CHECK: qatc.kernel = "vnni-batched-matmul 8x48+softmax+quantize"
+// CHECK: llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.512"
+// CHECK: llvm.call_intrinsic "llvm.x86.avx512.mask.reduce.ps.512"
+// CHECK: llvm.call_intrinsic "llvm.x86.avx512.mask.scalef.ps.512"
+// CHECK-NOT: qatc.kernel = "fp32-softmax
+// CHECK: qatc.kernel = "pack-int8-rhs"
+// CHECK: qatc.kernel = "vnni-batched-matmul
+func.func @scores_softmax(%x: tensor<2x40x16xf32>) -> tensor<2x40x16xf32> {
+  %s = onnx.Constant dense<0.05> : tensor<f32>
+  %sp = onnx.Constant dense<0.00390625> : tensor<f32>
+  %z = onnx.Constant dense<0> : tensor<i8>
+  %zu = onnx.Constant dense<0> : tensor<ui8>
+  %c = onnx.Constant dense<0.25> : tensor<f32>
+  %q = onnx.QuantizeLinear(%x, %s, %z) : (tensor<2x40x16xf32>, tensor<f32>, tensor<i8>) -> tensor<2x40x16xi8>
+  %d = onnx.DequantizeLinear(%q, %s, %z) : (tensor<2x40x16xi8>, tensor<f32>, tensor<i8>) -> tensor<2x40x16xf32>
+  %dt = onnx.Transpose(%d) {perm = array<i64: 0, 2, 1>} : (tensor<2x40x16xf32>) -> tensor<2x16x40xf32>
+  %sc = onnx.MatMul(%d, %dt) : (tensor<2x40x16xf32>, tensor<2x16x40xf32>) -> tensor<2x40x40xf32>
+  %m = onnx.Mul(%sc, %c) : (tensor<2x40x40xf32>, tensor<f32>) -> tensor<2x40x40xf32>
+  %p = onnx.Softmax(%m) {axis = -1 : i64} : (tensor<2x40x40xf32>) -> tensor<2x40x40xf32>
+  %qp = onnx.QuantizeLinear(%p, %sp, %zu) : (tensor<2x40x40xf32>, tensor<f32>, tensor<ui8>) -> tensor<2x40x40xui8>
+  %dp = onnx.DequantizeLinear(%qp, %sp, %zu) : (tensor<2x40x40xui8>, tensor<f32>, tensor<ui8>) -> tensor<2x40x40xf32>
+  %y = onnx.MatMul(%dp, %d) : (tensor<2x40x40xf32>, tensor<2x40x16xf32>) -> tensor<2x40x16xf32>
+  return %y : tensor<2x40x16xf32>
+}

@@ -377,13 +377,16 @@ def batched_case(b, transposed, symmetric=True):
     return [2, 3, 18, 7], b.act_qdq(y, 0.2), [2, 3, 5, 13 if transposed else 7]
 
 
-def attention_case(b, zp=0):
-    """Attention over rank-3 plain rows ([3 heads, 18, 24] in place of
+def attention_case(b, zp=0, seq=18, softmax=False):
+    """Attention over rank-3 plain rows ([3 heads, seq, 24] in place of
     [heads, seq, d]): S = A . K^T with K^T a transposed view (K contiguous:
-    each column packed 16 bytes at a time; K = 10, N = 18), then S . V with
+    each column packed 16 bytes at a time; K = 10, N = seq), then S . V with
     V a column slice (N contiguous: 16 columns of 4 rows interleaved per
-    store; K = 18 rows, 2 past the last group of 4, N = 19)."""
-    x = b.act_qdq("x", 0.05, zp, np.uint8 if zp else np.int8)
+    store; K = seq rows, 18 has 2 past the last group of 4, N = 19). With
+    `softmax`, S is scaled, softmaxed and quantized: in the first product's
+    epilogue where a tile holds a row (seq <= 64), else its own layer."""
+    dt = np.uint8 if zp else np.int8
+    x = b.act_qdq("x", 0.05, zp, dt)
     axes = b.const("ax", np.array([2], np.int64))
 
     def cols(lo, hi):
@@ -391,9 +394,14 @@ def attention_case(b, zp=0):
                                 b.const("en", np.array([hi], np.int64)), axes])
 
     kt = b.node("Transpose", [cols(10, 20)], perm=[0, 2, 1])
-    s = b.act_qdq(b.node("MatMul", [cols(0, 10), kt]), 0.1, zp, np.uint8 if zp else np.int8)
+    s = b.node("MatMul", [cols(0, 10), kt])
+    if softmax:
+        s = b.node("Mul", [s, b.const("scale", np.array(0.3, np.float32))])
+        s = b.act_qdq(b.node("Softmax", [s], axis=-1), 1 / 255, 0, np.uint8)
+    else:
+        s = b.act_qdq(s, 0.1, zp, dt)
     y = b.node("MatMul", [s, cols(4, 23)])
-    return [3, 18, 24], b.act_qdq(y, 0.2), [3, 18, 19]
+    return [3, seq, 24], b.act_qdq(y, 0.2), [3, seq, 19]
 
 
 CASES = {
@@ -539,6 +547,13 @@ CASES = {
     # Products of two activations through the packed dense kernel.
     "attention_packed_rhs": lambda b: attention_case(b),
     "attention_packed_rhs_u8": lambda b: attention_case(b, zp=128),
+    # Softmax in the scores' epilogue: rows of 18 (2 vectors, the second of
+    # 2 lanes; a 12-row tile and one of 6 per head); rows of 64 (4 vectors,
+    # 6-row tiles; AVX2 and generic: their own layer); rows of 70 (no tile
+    # holds them: their own layer).
+    "attention_softmax_18": lambda b: attention_case(b, softmax=True),
+    "attention_softmax_64": lambda b: attention_case(b, seq=64, softmax=True),
+    "attention_softmax_70": lambda b: attention_case(b, seq=70, softmax=True),
     "batched_qk_transposed": lambda b: batched_case(b, True),
     "batched_av_strided": lambda b: batched_case(b, False),
     "batched_zero_point": lambda b: batched_case(b, True, symmetric=False),
