@@ -896,17 +896,30 @@ std::optional<RowSoftmax> GraphLowering::matchRowSoftmax(Value v) {
   return r;
 }
 
+Operation *GraphLowering::matchOutputTranspose(Value v) {
+  auto t = v.hasOneUse() ? *v.getUsers().begin() : nullptr;
+  if (!isa_and_nonnull<qat::TransposeOp, onnx::TransposeOp>(t))
+    return nullptr;
+  auto perm = cast<DenseI64ArrayAttr>(t->getAttr("perm")).asArrayRef();
+  if (perm.empty() || perm.back() != static_cast<int64_t>(perm.size()) - 1)
+    return nullptr;
+  folded.insert(t);
+  return t;
+}
+
 LogicalResult GraphLowering::packedProduct(Operation *op, int ta, int tb,
                                            bool transB, int o, float mult,
                                            Epilogue ep,
-                                           const RowSoftmax *softmax) {
+                                           const RowSoftmax *softmax,
+                                           ArrayRef<int64_t> outPerm) {
   const bool int8 = tensors[ta].int8;
   // Rows of the left-hand side must be contiguous: an NHWC or strided one is
   // copied to plain first.
   if (tensors[ta].flat || stridesOf(tensors[ta]).back() != 1)
     ta = inLayout(ta, plan::Layout::Plain, op->getLoc());
   const CTensor &A = tensors[ta], &B = tensors[tb], &O = tensors[o];
-  std::vector<int64_t> outShape = O.desc.shape;
+  std::vector<int64_t> outShape(
+      cast<ShapedType>(op->getResult(0).getType()).getShape());
   size_t rank = outShape.size();
   int64_t M = outShape[rank - 2], N = outShape[rank - 1],
           K = A.desc.shape[rank - 1];
@@ -924,7 +937,16 @@ LogicalResult GraphLowering::packedProduct(Operation *op, int ta, int tb,
   base.OC = N;
   base.KC = int8 ? roundUp(K, 4) : K;
   base.inCS = sa[rank - 2];
-  base.outCS = N;
+  // The product's strides in `o`: its own row-major ones, or through the
+  // transpose folded into it (`outPerm`: result dim i is product dim
+  // outPerm[i]), whose result `o` is.
+  std::vector<int64_t> os(rank);
+  {
+    std::vector<int64_t> rm = rowMajor(O.desc.shape);
+    for (size_t i = 0; i < rank; ++i)
+      os[outPerm.empty() ? i : outPerm[i]] = rm[i];
+  }
+  base.outCS = os[rank - 2];
   base.packedInArena = true;
   chooseTile(base);
   if (softmax) {
@@ -1049,7 +1071,6 @@ LogicalResult GraphLowering::packedProduct(Operation *op, int ta, int tb,
            [=](KB &k) {
              const CTensor &Ot = tensors[o], &P = tensors[packed];
              StridedOperand ao = operand(Src{ta, -1, {}}, la);
-             std::vector<int64_t> os = rowMajor(Ot.desc.shape);
              int64_t aes = int8 ? 1 : 4, oes = Ot.int8 ? 1 : 4;
              // The threads share the (batch, block, tile) items batch by
              // batch, as the packing layer shares (batch, column) and the
@@ -1211,7 +1232,15 @@ LogicalResult GraphLowering::lowerQatMatMul(qat::MatMulOp op) {
     if (!op.getActivation() &&
         packable(tensorOf(op.getLhs()), tensorOf(op.getRhs()), outShape))
       softmax = matchRowSoftmax(op.getOutput());
-    int o = resultTensor(softmax ? softmax->exit : op.getOutput(),
+    // A transpose after it (attention's heads back to rows) is the
+    // product's output strides, not a copy.
+    Operation *transpose = nullptr;
+    if (!softmax &&
+        packable(tensorOf(op.getLhs()), tensorOf(op.getRhs()), outShape))
+      transpose = matchOutputTranspose(op.getOutput());
+    int o = resultTensor(softmax     ? softmax->exit
+                         : transpose ? Value(transpose->getResult(0))
+                                     : op.getOutput(),
                          plan::Layout::Plain);
     const CTensor &A = tensors[tensorOf(op.getLhs())],
                   &B = tensors[tensorOf(op.getRhs())];
@@ -1234,9 +1263,12 @@ LogicalResult GraphLowering::lowerQatMatMul(qat::MatMulOp op) {
       ep.scaleOff = scaleOff;
       ep.biasOff = biasOff;
       fillActivation(ep, op.getActivation(), false);
-      return packedProduct(op, tensorOf(op.getLhs()), tensorOf(op.getRhs()),
-                           op.getTransposeRhs(), o, mult, ep,
-                           softmax ? &*softmax : nullptr);
+      return packedProduct(
+          op, tensorOf(op.getLhs()), tensorOf(op.getRhs()),
+          op.getTransposeRhs(), o, mult, ep, softmax ? &*softmax : nullptr,
+          transpose
+              ? cast<DenseI64ArrayAttr>(transpose->getAttr("perm")).asArrayRef()
+              : ArrayRef<int64_t>());
     }
     return batchedProduct(op, tensorOf(op.getLhs()), tensorOf(op.getRhs()),
                           op.getTransposeRhs(), o, mult, scaleOff, biasOff,

@@ -743,10 +743,16 @@ private:
   /// epilogue `ep` (its multiplier array is set here from `mult`).
   /// With `softmax`, the product's rows are `o`'s softmax's input: the
   /// kernel's tiles hold whole rows, and their epilogue is the softmax and
-  /// its chain (attention's scores never go to memory).
+  /// its chain (attention's scores never go to memory). With `outPerm`, `o`
+  /// is the result of that transpose of the product.
   LogicalResult packedProduct(Operation *op, int ta, int tb, bool transB, int o,
                               float mult, Epilogue ep,
-                              const RowSoftmax *softmax = nullptr);
+                              const RowSoftmax *softmax = nullptr,
+                              ArrayRef<int64_t> outPerm = {});
+  /// The Transpose that alone reads product result `v`, keeping its last
+  /// axis last (attention's heads back to rows): folded, its result is the
+  /// product's output and `perm` its strides (packedProduct's `outPerm`).
+  Operation *matchOutputTranspose(Value v);
   /// The Softmax over the last axis that alone reads product result `v`,
   /// when a dense tile holds its rows (at most 64 columns; 32 without
   /// AVX-512), with the chain after it; the ops are folded.

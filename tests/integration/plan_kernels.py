@@ -377,14 +377,16 @@ def batched_case(b, transposed, symmetric=True):
     return [2, 3, 18, 7], b.act_qdq(y, 0.2), [2, 3, 5, 13 if transposed else 7]
 
 
-def attention_case(b, zp=0, seq=18, softmax=False):
+def attention_case(b, zp=0, seq=18, softmax=False, merge=False):
     """Attention over rank-3 plain rows ([3 heads, seq, 24] in place of
     [heads, seq, d]): S = A . K^T with K^T a transposed view (K contiguous:
     each column packed 16 bytes at a time; K = 10, N = seq), then S . V with
     V a column slice (N contiguous: 16 columns of 4 rows interleaved per
     store; K = seq rows, 18 has 2 past the last group of 4, N = 19). With
     `softmax`, S is scaled, softmaxed and quantized: in the first product's
-    epilogue where a tile holds a row (seq <= 64), else its own layer."""
+    epilogue where a tile holds a row (seq <= 64), else its own layer. With
+    `merge`, the heads go back to rows (Transpose, Reshape to [seq, 57]):
+    the product writes through the transpose's strides."""
     dt = np.uint8 if zp else np.int8
     x = b.act_qdq("x", 0.05, zp, dt)
     axes = b.const("ax", np.array([2], np.int64))
@@ -401,6 +403,10 @@ def attention_case(b, zp=0, seq=18, softmax=False):
     else:
         s = b.act_qdq(s, 0.1, zp, dt)
     y = b.node("MatMul", [s, cols(4, 23)])
+    if merge:
+        y = b.node("Transpose", [y], perm=[1, 0, 2])
+        y = b.node("Reshape", [y, b.const("shape", np.array([seq, 57], np.int64))])
+        return [3, seq, 24], b.act_qdq(y, 0.2), [seq, 57]
     return [3, seq, 24], b.act_qdq(y, 0.2), [3, seq, 19]
 
 
@@ -554,6 +560,10 @@ CASES = {
     "attention_softmax_18": lambda b: attention_case(b, softmax=True),
     "attention_softmax_64": lambda b: attention_case(b, seq=64, softmax=True),
     "attention_softmax_70": lambda b: attention_case(b, seq=70, softmax=True),
+    # The heads back to rows: the second product writes rows of 57 through
+    # the transpose's strides (no copy); the Reshape is a view.
+    "attention_merge_heads": lambda b: attention_case(b, seq=20, softmax=True,
+                                                      merge=True),
     "batched_qk_transposed": lambda b: batched_case(b, True),
     "batched_av_strided": lambda b: batched_case(b, False),
     "batched_zero_point": lambda b: batched_case(b, True, symmetric=False),
