@@ -849,36 +849,49 @@ LogicalResult GraphLowering::run() {
 }
 
 void GraphLowering::planArena() {
-  // Greedy by size, first fit against storages alive at the same time
-  // (graph inputs from before the first layer, outputs to the end).
+  // Storages are laid out centred on "centres", and storages alive at the
+  // same time (graph inputs from before the first layer, outputs to the
+  // end) never share one: largest first, each to the first centre it fits
+  // in time. The threads split most layers' outputs into contiguous halves
+  // (rows, pixels, batches), so below a centre thread 0 writes and above it
+  // thread 1, whichever storage holds it: a layer rarely writes lines the
+  // other core wrote last, each a transfer between the cores before the
+  // write. First fit by address packed tighter but mixed the halves (2
+  // threads: ShuffleNetV2 int8 0.915 of its time, the transformer encoder
+  // 0.973, MobileNetV2 0.974; 1 thread within 2 %; arenas 5-40 % larger).
   std::vector<int> order(storages.size());
   for (size_t i = 0; i < order.size(); ++i)
     order[i] = i;
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
     return storages[a].bytes > storages[b].bytes;
   });
-  std::vector<int> placed;
-  uint64_t arena = 0;
+  struct Centre {
+    int64_t width = 0;
+    std::vector<int> members;
+  };
+  std::vector<Centre> centres;
   for (int s : order) {
-    Storage &st = storages[s];
+    const Storage &st = storages[s];
     if (st.last < 0 && st.first > 0)
       continue; // never used
-    std::vector<std::pair<int64_t, int64_t>> busy;
-    for (int p : placed) {
-      const Storage &o = storages[p];
-      if (o.first <= st.last && st.first <= o.last)
-        busy.push_back({o.offset, o.offset + o.bytes});
-    }
-    std::sort(busy.begin(), busy.end());
-    int64_t off = 0;
-    for (auto [b, e] : busy) {
-      if (off + st.bytes <= b)
-        break;
-      off = std::max(off, roundUp(e, 64));
-    }
-    st.offset = off;
-    arena = std::max<uint64_t>(arena, off + st.bytes);
-    placed.push_back(s);
+    auto fits = [&](const Centre &c) {
+      return llvm::none_of(c.members, [&](int m) {
+        return storages[m].first <= st.last && st.first <= storages[m].last;
+      });
+    };
+    auto it = llvm::find_if(centres, fits);
+    if (it == centres.end())
+      it = centres.insert(centres.end(), Centre());
+    it->members.push_back(s);
+    it->width = std::max(it->width, st.bytes);
+  }
+  uint64_t arena = 0;
+  for (const Centre &c : centres) {
+    const int64_t half = roundUp((c.width + 1) / 2, 64);
+    for (int m : c.members)
+      storages[m].offset =
+          arena + half - roundUp((storages[m].bytes + 1) / 2, 64);
+    arena += 2 * half;
   }
   out.manifest.arenaBytes = roundUp(arena, 64);
   for (CTensor &t : tensors) {
