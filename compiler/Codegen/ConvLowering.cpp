@@ -714,6 +714,14 @@ static Value loadWeights16(KB &k, const Int8RhsPack &p, Value at, Value mask) {
   return k.b.create<arith::SubIOp>(k.loc, v, zp);
 }
 
+/// The byte offset of column `n`'s first dword of batch `bat` in the
+/// packed layout.
+static Value packedColumn(KB &k, const Int8RhsPack &p, Value bat, Value n) {
+  return k.add(k.add(k.mul(bat, k.c(p.batchBytes)),
+                     k.mul(k.div(n, k.c(p.NB)), k.c(p.KS * p.NB * 4))),
+               k.mul(k.rem(n, k.c(p.NB)), k.c(4)));
+}
+
 static Value widen(KB &k, Value w) {
   return k.b.create<arith::ExtSIOp>(k.loc, VectorType::get({16}, k.i32), w);
 }
@@ -731,9 +739,7 @@ static void packColumnsOfRows(KB &k, const Int8RhsPack &p,
     Value nOk = k.lt(n, k.c(p.N));
     Value col =
         k.add(batchOffset(bat), k.mul(k.select(nOk, n, k.c(0)), k.c(p.sbn)));
-    Value dst = k.add(k.add(k.mul(bat, k.c(p.batchBytes)),
-                            k.mul(k.div(n, k.c(p.NB)), k.c(p.KS * p.NB * 4))),
-                      k.mul(k.rem(n, k.c(p.NB)), k.c(4)));
+    Value dst = packedColumn(k, p, bat, n);
     Value none = k.prefixMask(16, k.c(0));
     // Bytes [16 g, 16 g + count) of the column: count / 4 dwords (rounded
     // up; bytes past K load as zp, so they pack as 0).
@@ -786,9 +792,7 @@ static void packRowsOf16Columns(KB &k, const Int8RhsPack &p,
     Value base = k.add(batchOffset(bat), k.mul(n0, k.c(p.sbn)));
     Value cols = k.prefixMask(16, k.sub(k.c(p.N), n0));
     Value none = k.prefixMask(16, k.c(0));
-    Value dst = k.add(k.add(k.mul(bat, k.c(p.batchBytes)),
-                            k.mul(k.div(n0, k.c(p.NB)), k.c(p.KS * p.NB * 4))),
-                      k.mul(k.rem(n0, k.c(p.NB)), k.c(4)));
+    Value dst = packedColumn(k, p, bat, n0);
     Value sum = k.loop(
         k.c(0), k.c(p.KS), 1, ValueRange{k.splatI(0, 16, k.i32)},
         [&](Value kd, ValueRange a) -> SmallVector<Value> {
@@ -817,7 +821,7 @@ static void packRowsOf16Columns(KB &k, const Int8RhsPack &p,
 
 std::function<void(KB &, const DenseConvSpec &, ArrayRef<SmallVector<Value>>,
                    ArrayRef<Value>)>
-GraphLowering::rowSoftmaxEpilogue(const RowSoftmax &sm, int o, int64_t N,
+GraphLowering::rowSoftmaxEpilogue(const FoldedChain &sm, int o, int64_t N,
                                   const Epilogue &ep) {
   std::shared_ptr<ChainProgram> chain = sm.chain;
   const CTensor O = tensors[o];
@@ -870,7 +874,7 @@ GraphLowering::rowSoftmaxEpilogue(const RowSoftmax &sm, int o, int64_t N,
   };
 }
 
-std::optional<RowSoftmax> GraphLowering::matchRowSoftmax(Value v) {
+std::optional<FoldedChain> GraphLowering::matchRowSoftmax(Value v) {
   auto shape = cast<ShapedType>(v.getType()).getShape();
   if (!v.hasOneUse() || shape.size() < 2 ||
       !getElementTypeOrSelf(v.getType()).isF32() ||
@@ -880,19 +884,9 @@ std::optional<RowSoftmax> GraphLowering::matchRowSoftmax(Value v) {
   int64_t rank = shape.size();
   if (!sm || (static_cast<int64_t>(sm.getAxis()) + rank) % rank != rank - 1)
     return std::nullopt;
-  RowSoftmax r;
-  r.exit = sm.getResult();
-  r.locs.push_back(sm.getLoc());
   folded.insert(sm);
-  if (std::optional<Chain> c = matchChain(r.exit, nullptr, rank - 1)) {
-    r.chain = std::make_shared<ChainProgram>(
-        chainProgram(*c, r.exit, rank - 1, nullptr));
-    for (Operation *f : c->ops) {
-      folded.insert(f);
-      r.locs.push_back(f->getLoc());
-    }
-    r.exit = c->exit;
-  }
+  FoldedChain r = foldChainAfter(sm.getResult(), rank - 1);
+  r.locs.insert(r.locs.begin(), sm.getLoc());
   return r;
 }
 
@@ -910,7 +904,7 @@ Operation *GraphLowering::matchOutputTranspose(Value v) {
 LogicalResult GraphLowering::packedProduct(Operation *op, int ta, int tb,
                                            bool transB, int o, float mult,
                                            Epilogue ep,
-                                           const RowSoftmax *softmax,
+                                           const FoldedChain *softmax,
                                            ArrayRef<int64_t> outPerm) {
   const bool int8 = tensors[ta].int8;
   // Rows of the left-hand side must be contiguous: an NHWC or strided one is
@@ -1058,14 +1052,12 @@ LogicalResult GraphLowering::packedProduct(Operation *op, int ta, int tb,
   Isa isa = target.isa;
   std::string kernel = denseKernelName(base);
   kernel.replace(kernel.find("-conv"), 5, "-batched-matmul");
-  SmallVector<Location> locs = {op->getLoc()};
+  Location at = op->getLoc();
   if (softmax) {
-    kernel += softmax->chain ? "+softmax+" + softmax->chain->name : "+softmax";
-    locs.append(softmax->locs.begin(), softmax->locs.end());
+    kernel = softmax->kernel(kernel + "+softmax");
+    at = softmax->locOf(op);
     base.rowEpilogue = rowSoftmaxEpilogue(*softmax, o, N, ep);
   }
-  Location at =
-      softmax ? Location(FusedLoc::get(op->getContext(), locs)) : op->getLoc();
   addLayer(at, nodeName(at), opTypeOf(at, op), kernel, int8 ? "int8" : "fp32",
            batches * M * N * K > 50000, batches * M * N * K, {ta, packed}, {o},
            [=](KB &k) {
@@ -1226,17 +1218,17 @@ LogicalResult GraphLowering::lowerQatMatMul(qat::MatMulOp op) {
     if (!qat::getPerTensorType(op.getRhs().getType()))
       return op.emitError("qatc compiles activation matrix products with a "
                           "per-tensor right-hand side only");
+    const bool packed =
+        packable(tensorOf(op.getLhs()), tensorOf(op.getRhs()), outShape);
     // Attention's scores: the softmax after them runs in the product's
     // epilogue.
-    std::optional<RowSoftmax> softmax;
-    if (!op.getActivation() &&
-        packable(tensorOf(op.getLhs()), tensorOf(op.getRhs()), outShape))
+    std::optional<FoldedChain> softmax;
+    if (packed && !op.getActivation())
       softmax = matchRowSoftmax(op.getOutput());
     // A transpose after it (attention's heads back to rows) is the
     // product's output strides, not a copy.
     Operation *transpose = nullptr;
-    if (!softmax &&
-        packable(tensorOf(op.getLhs()), tensorOf(op.getRhs()), outShape))
+    if (packed && !softmax)
       transpose = matchOutputTranspose(op.getOutput());
     int o = resultTensor(softmax     ? softmax->exit
                          : transpose ? Value(transpose->getResult(0))
@@ -1256,7 +1248,7 @@ LogicalResult GraphLowering::lowerQatMatMul(qat::MatMulOp op) {
       return failure();
     if (op.getResidualActivation())
       return op.emitError("a residual activation without a residual");
-    if (packable(tensorOf(op.getLhs()), tensorOf(op.getRhs()), outShape)) {
+    if (packed) {
       Epilogue ep;
       if (!softmax)
         fillEpilogueOut(ep, tensors[o]);

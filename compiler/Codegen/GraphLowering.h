@@ -180,12 +180,24 @@ struct ChainProgram {
             llvm::function_ref<Value(int64_t)> channel) const;
 };
 
-/// A Softmax (and the chain after it) folded into the product before it
-/// (GraphLowering::matchRowSoftmax).
-struct RowSoftmax {
+/// Ops folded into the layer that computes a value (foldChainAfter): the
+/// chain after it, if any, and the value the layer then writes.
+struct FoldedChain {
   std::shared_ptr<ChainProgram> chain;
   Value exit;                 ///< the result the fused layer writes
-  SmallVector<Location> locs; ///< the softmax's and the chain's nodes
+  SmallVector<Location> locs; ///< the folded nodes (a softmax, the chain)
+  /// The layer's location: `op`'s, with the folded nodes'.
+  Location locOf(Operation *op) const {
+    if (locs.empty())
+      return op->getLoc();
+    SmallVector<Location> all = {op->getLoc()};
+    all.append(locs.begin(), locs.end());
+    return FusedLoc::get(op->getContext(), all);
+  }
+  /// `base` with the chain's name ("fp32-softmax 16+quantize").
+  std::string kernel(std::string base) const {
+    return chain ? base + "+" + chain->name : base;
+  }
 };
 
 inline std::vector<int64_t> rowMajor(ArrayRef<int64_t> shape) {
@@ -747,7 +759,7 @@ private:
   /// is the result of that transpose of the product.
   LogicalResult packedProduct(Operation *op, int ta, int tb, bool transB, int o,
                               float mult, Epilogue ep,
-                              const RowSoftmax *softmax = nullptr,
+                              const FoldedChain *softmax = nullptr,
                               ArrayRef<int64_t> outPerm = {});
   /// The Transpose that alone reads product result `v`, keeping its last
   /// axis last (attention's heads back to rows): folded, its result is the
@@ -756,7 +768,10 @@ private:
   /// The Softmax over the last axis that alone reads product result `v`,
   /// when a dense tile holds its rows (at most 64 columns; 32 without
   /// AVX-512), with the chain after it; the ops are folded.
-  std::optional<RowSoftmax> matchRowSoftmax(Value v);
+  std::optional<FoldedChain> matchRowSoftmax(Value v);
+  /// The chain after `v` (per-channel constants along `channelAxis`),
+  /// folded: its ops are marked, `exit` is its result (`v` without one).
+  FoldedChain foldChainAfter(Value v, int64_t channelAxis);
   /// packedProduct applies: both operands int8 (a right-hand zero point
   /// that keeps w = q - z in s8) or both f32, the same batch shape.
   bool packable(int ta, int tb, ArrayRef<int64_t> outShape) const;
@@ -790,7 +805,7 @@ private:
   /// its chain, stored to `o`.
   std::function<void(KB &, const DenseConvSpec &, ArrayRef<SmallVector<Value>>,
                      ArrayRef<Value>)>
-  rowSoftmaxEpilogue(const RowSoftmax &sm, int o, int64_t N,
+  rowSoftmaxEpilogue(const FoldedChain &sm, int o, int64_t N,
                      const Epilogue &ep);
   /// Picks the tile of `s` and packs `weightAt(oc, ic, kh, kw)` for it
   /// (zero beyond the real channels).

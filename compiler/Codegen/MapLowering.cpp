@@ -892,25 +892,12 @@ LogicalResult GraphLowering::lowerSoftmaxInRegisters(Operation *op, int in,
   // on the probabilities in registers: the f32 softmax never goes to
   // memory.
   Value res = op->getResult(0);
-  int64_t lastAxis = cast<ShapedType>(res.getType()).getRank() - 1;
-  std::shared_ptr<ChainProgram> chain;
-  Value exit = res;
-  SmallVector<Location> locs = {op->getLoc()};
-  if (std::optional<Chain> c = matchChain(res, nullptr, lastAxis)) {
-    chain = std::make_shared<ChainProgram>(
-        chainProgram(*c, res, lastAxis, nullptr));
-    for (Operation *f : c->ops) {
-      folded.insert(f);
-      locs.push_back(f->getLoc());
-    }
-    exit = c->exit;
-  }
-  Location at =
-      chain ? Location(FusedLoc::get(op->getContext(), locs)) : op->getLoc();
-  int o = resultTensor(exit, plan::Layout::Plain);
-  std::string kernel = "fp32-softmax 16";
-  if (chain)
-    kernel += "+" + chain->name;
+  FoldedChain after =
+      foldChainAfter(res, cast<ShapedType>(res.getType()).getRank() - 1);
+  std::shared_ptr<ChainProgram> chain = after.chain;
+  Location at = after.locOf(op);
+  int o = resultTensor(after.exit, plan::Layout::Plain);
+  std::string kernel = after.kernel("fp32-softmax 16");
   // A row of up to 16 vectors stays in registers: one load of each, the
   // maximum, the exponentials and their sum, then one multiplication by the
   // sum's reciprocal each (a division per element took a third of the
@@ -1056,27 +1043,15 @@ LogicalResult GraphLowering::lowerLayerNorm(onnx::LayerNormalizationOp op) {
   // The chain after it (the next QuantizeLinear above all: an encoder's
   // norm feeds a quantized matrix product) runs on the normalized vectors
   // in registers; constants per element of the row come from the weights.
-  std::shared_ptr<ChainProgram> chain;
-  Value exit = op.getY();
-  SmallVector<Location> locs = {op.getLoc()};
-  int64_t lastAxis = static_cast<int64_t>(shape.size()) - 1;
-  if (axis == lastAxis)
-    if (std::optional<Chain> c = matchChain(op.getY(), nullptr, lastAxis)) {
-      chain = std::make_shared<ChainProgram>(
-          chainProgram(*c, op.getY(), lastAxis, nullptr));
-      for (Operation *f : c->ops) {
-        folded.insert(f);
-        locs.push_back(f->getLoc());
-      }
-      exit = c->exit;
-    }
-  Location at =
-      chain ? Location(FusedLoc::get(op.getContext(), locs)) : op.getLoc();
-  int o = resultTensor(exit, plan::Layout::Plain);
+  FoldedChain after;
+  after.exit = op.getY();
+  if (axis == static_cast<int64_t>(shape.size()) - 1)
+    after = foldChainAfter(op.getY(), axis);
+  std::shared_ptr<ChainProgram> chain = after.chain;
+  Location at = after.locOf(op);
+  int o = resultTensor(after.exit, plan::Layout::Plain);
   float eps = op.getEpsilon().convertToFloat();
-  std::string kernel = "fp32-layernorm";
-  if (chain)
-    kernel += "+" + chain->name;
+  std::string kernel = after.kernel("fp32-layernorm");
   // Rows of n contiguous floats, 16 lanes at a time with the tail masked:
   // lane sums, one horizontal add per sum, then (x - mean) * (1 /
   // sqrt(var + eps)) * scale + bias as the reference (in f32; its sums are

@@ -225,6 +225,21 @@ bool perChannelOnly(ArrayRef<int64_t> s, ArrayRef<int64_t> shape,
 
 } // namespace
 
+FoldedChain GraphLowering::foldChainAfter(Value v, int64_t channelAxis) {
+  FoldedChain r;
+  r.exit = v;
+  if (std::optional<Chain> c = matchChain(v, nullptr, channelAxis)) {
+    r.chain = std::make_shared<ChainProgram>(
+        chainProgram(*c, v, channelAxis, nullptr));
+    for (Operation *f : c->ops) {
+      folded.insert(f);
+      r.locs.push_back(f->getLoc());
+    }
+    r.exit = c->exit;
+  }
+  return r;
+}
+
 std::optional<Chain> GraphLowering::matchChain(Value seed, Operation *first,
                                                int64_t channelAxis) {
   const bool epilogue = !first;
