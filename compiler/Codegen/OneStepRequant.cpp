@@ -199,6 +199,89 @@ std::pair<bool, bool> clampsOf(const OneStepRequant &c, int64_t accMin,
   return {wide || c.lo + c.zp > c.typeLo, wide || c.hi + c.zp < c.typeHi};
 }
 
+/// A line through every step of `r` over [accMin, accMax]: constants for
+/// `base` with no exception, or nullopt. Level v (minus the zero point) is
+/// first reached at T_v, so the line must pass below v - 1/2 at T_v - 1
+/// and above it at T_v: b >= v - 1/2 - m T_v and b <= v - 1/2 - m (T_v -
+/// 1). For a slope m the feasible b form an interval whose width, the
+/// least upper bound minus the greatest lower one, is concave in m: a
+/// ternary search finds the widest, and the candidate rounded to f32 (and
+/// its neighbours) is checked as any other.
+std::optional<OneStepRequant> fitLine(const Requant &r, OneStepRequant base,
+                                      int64_t accMin, int64_t accMax) {
+  auto exact = [&](int64_t a) { return r.exact(a); };
+  int64_t vLo = exact(accMin), vHi = exact(accMax);
+  if (vHi - vLo > 4096)
+    return std::nullopt;
+  // (A, t): b >= A - m t (lower) or b <= A - m t (upper).
+  std::vector<std::pair<double, double>> lower, upper;
+  for (int64_t v = vLo + 1; v <= vHi; ++v) {
+    int64_t level = v - base.zp;
+    double a = static_cast<double>(level) - 0.5;
+    double guess = (a - base.b) / base.m;
+    int64_t t = firstAtLeast(exact, v, accMin, accMax, guess);
+    if (t > accMax)
+      break;
+    // The FMA rounds the line to f32 (h: half an ulp at the half) before
+    // the rounding to an integer, whose tie goes to the even level: at
+    // T_v the f32 may land on the half where v is even, and must pass it
+    // where v is odd; at T_v - 1 the reverse.
+    float af = static_cast<float>(a);
+    double h = (static_cast<double>(std::nextafter(std::abs(af), INFINITY)) -
+                std::abs(af)) /
+               2;
+    bool even = level % 2 == 0;
+    double strict = h * 1.001, loose = h * 0.999;
+    lower.push_back({even ? a - loose : a + strict, static_cast<double>(t)});
+    upper.push_back(
+        {even ? a - strict : a + loose, static_cast<double>(t - 1)});
+  }
+  if (lower.empty())
+    return std::nullopt;
+  auto bounds = [&](double m) {
+    double lo = -INFINITY, hi = INFINITY;
+    for (auto [a, t] : lower)
+      lo = std::max(lo, a - m * t);
+    for (auto [a, t] : upper)
+      hi = std::min(hi, a - m * t);
+    return std::pair{lo, hi};
+  };
+  auto width = [&](double m) {
+    auto [lo, hi] = bounds(m);
+    return hi - lo;
+  };
+  double mLo = base.m * (1 - 1e-4), mHi = base.m * (1 + 1e-4);
+  for (int i = 0; i < 100; ++i) {
+    double m1 = mLo + (mHi - mLo) / 3, m2 = mHi - (mHi - mLo) / 3;
+    if (width(m1) < width(m2))
+      mLo = m1;
+    else
+      mHi = m2;
+  }
+  double m = (mLo + mHi) / 2;
+  auto [lo, hi] = bounds(m);
+  if (!(hi > lo))
+    return std::nullopt;
+  // The slope rounded to f32 moves the line by up to T_v ulps of m: the
+  // b interval is taken again for each f32 slope near the best.
+  const float mf = static_cast<float>(m);
+  for (int dm : {0, 1, -1, 2, -2, 3, -3, 4, -4}) {
+    float mc = ulpsFrom(mf, dm);
+    auto [bLo, bHi] = bounds(mc);
+    if (!(bHi > bLo))
+      continue;
+    float bf = static_cast<float>((bLo + bHi) / 2);
+    for (int db : {0, 1, -1}) {
+      OneStepRequant c = base;
+      c.m = mc;
+      c.b = ulpsFrom(bf, db);
+      if (c.m > 0 && collectExceptions(r, c, accMin, accMax, 0))
+        return c;
+    }
+  }
+  return std::nullopt;
+}
+
 } // namespace
 
 std::pair<bool, bool> OneStepRequant::clamps(const Requant &r, int64_t accMin,
@@ -232,6 +315,9 @@ OneStepRequant::find(const Requant &r, int64_t accMin, int64_t accMax,
         continue;
       best = c;
     }
+  if (!best || !best->exceptions.empty())
+    if (std::optional<OneStepRequant> line = fitLine(r, *base, accMin, accMax))
+      return line;
   return best;
 }
 
