@@ -338,8 +338,9 @@ void GraphLowering::bindConv(ConvSpec &s, int in, int out, int residual,
   s.inOff = tensors[in].desc.offset + inChannel * (tensors[in].int8 ? 1 : 4);
   s.outOff =
       tensors[out].desc.offset + outChannel * (tensors[out].int8 ? 1 : 4);
-  if (residual >= 0) // u8
-    s.ep.resOff = tensors[residual].desc.offset + outChannel;
+  if (residual >= 0) // u8, or f32 in fp32 plans
+    s.ep.resOff = tensors[residual].desc.offset +
+                  outChannel * (tensors[residual].int8 ? 1 : 4);
 }
 
 LogicalResult GraphLowering::lowerConv(Operation *op, bool int8, int in, int o,
@@ -1308,6 +1309,27 @@ LogicalResult GraphLowering::lowerQatMatMul(qat::MatMulOp op) {
   return matrixProduct(op, true, in, o, K, N, ep, corrOff, weightAt);
 }
 
+/// The Add that is the only reader of f32 convolution `op`'s result, with
+/// an operand of the same shape computed before it (a residual branch),
+/// whose sum the convolution's epilogue can take; else null.
+static onnx::AddOp floatResidualAddOf(onnx::ConvOp op) {
+  Value out = op.getY();
+  if (!out.hasOneUse())
+    return {};
+  auto add = dyn_cast<onnx::AddOp>(*out.getUsers().begin());
+  if (!add || add.getA() == add.getB())
+    return {};
+  Value other = add.getA() == out ? add.getB() : add.getA();
+  auto ot = dyn_cast<RankedTensorType>(other.getType());
+  if (!ot || !ot.getElementType().isF32() || shapeOf(other) != shapeOf(out) ||
+      shapeOf(add.getC()) != shapeOf(out))
+    return {};
+  Operation *def = other.getDefiningOp();
+  if (def && !def->isBeforeInBlock(op))
+    return {};
+  return add;
+}
+
 LogicalResult GraphLowering::lowerFloatConv(onnx::ConvOp op) {
   auto inType = cast<RankedTensorType>(op.getX().getType());
   if (inType.getRank() != 4 || !inType.getElementType().isF32())
@@ -1320,12 +1342,27 @@ LogicalResult GraphLowering::lowerFloatConv(onnx::ConvOp op) {
   std::vector<float> wf = floatsOf(*w);
   auto ws = cast<ShapedType>(op.getW().getType()).getShape();
   Epilogue ep;
-  int o = epilogueOutput(op.getY(), plan::Layout::NHWC, 1, ep);
+  // A residual Add after the convolution (ResNet's blocks) joins its
+  // epilogue, before the chain after the Add (its Relu): the sum rounds as
+  // the Add layer rounded it.
+  int o, residual = -1;
+  if (onnx::AddOp add = floatResidualAddOf(op)) {
+    Value other = add.getA() == op.getY() ? add.getB() : add.getA();
+    residual = inLayout(tensorOf(other), plan::Layout::NHWC, op.getLoc());
+    ep.hasResidual = true;
+    ep.resF32 = true;
+    ep.resCS = tensors[residual].desc.channelStride;
+    o = epilogueOutput(add.getC(), plan::Layout::NHWC, 1, ep);
+    ep.chainName = " +add" + ep.chainName;
+    folded.insert(add);
+  } else {
+    o = epilogueOutput(op.getY(), plan::Layout::NHWC, 1, ep);
+  }
   if (op.getB() &&
       failed(addChannelConstant(op, op.getB(), "bias", ws[0], ep.biasOff)))
     return failure();
   return lowerConv(op, false, in, o, ws, op.getGroup(), op.getStrides(),
-                   op.getPads(), op.getDilations(), ep, -1, -1,
+                   op.getPads(), op.getDilations(), ep, -1, residual,
                    [wf](int64_t i) -> double { return wf[i]; });
 }
 

@@ -894,8 +894,10 @@ void qatc::codegen::emitEpilogue(KB &k, const Epilogue &ep,
   }
   SmallVector<Value> r;
   for (Value p : res)
-    r.push_back(k.maskedLoad(VectorType::get({16}, k.i8), p, mask,
-                             k.splatI(0, 16, k.i8)));
+    r.push_back(ep.resF32 ? k.maskedLoad(VectorType::get({16}, k.f32), p, mask,
+                                         k.splatF(0.f, 16))
+                          : k.maskedLoad(VectorType::get({16}, k.i8), p, mask,
+                                         k.splatI(0, 16, k.i8)));
   if (ep.addFold && k.avx512 && u) {
     // The requantized add in two FMAs, proven exact over every pair of
     // operands (OneStepAdd): no dequantization, no quotient.
@@ -917,7 +919,9 @@ void qatc::codegen::emitEpilogue(KB &k, const Epilogue &ep,
     y = b.create<arith::MulFOp>(k.loc, u, k.splatF(ep.midScale, lanes));
   if (ep.hasResidual)
     y = b.create<arith::AddFOp>(
-        k.loc, y, k.dequantize(k.concat(r), ep.resZp, ep.resScale));
+        k.loc, y,
+        ep.resF32 ? k.concat(r)
+                  : k.dequantize(k.concat(r), ep.resZp, ep.resScale));
   if (ep.hasPost && !postJoins)
     y = clamp(y, ep.postLo, ep.postHi);
   if (ep.chain) {
@@ -1006,8 +1010,9 @@ void epilogueAt(KB &k, const ConvSpec &s, ArrayRef<Value> accs,
       Value channel = k.add(k.mul(pix[i], k.c(s.outCS)), c);
       outs.push_back(k.at(s.outOff, channel, s.ep.quantOut ? 1 : 4));
       if (s.ep.hasResidual)
-        res.push_back(
-            k.at(s.ep.resOff, k.add(k.mul(pix[i], k.c(s.ep.resCS)), c), 1));
+        res.push_back(k.at(s.ep.resOff,
+                           k.add(k.mul(pix[i], k.c(s.ep.resCS)), c),
+                           s.ep.resF32 ? 4 : 1));
     }
     emitEpilogue(k, s.ep, accs.slice(first, n), c, mask, outs, res);
   }

@@ -260,6 +260,9 @@ struct Epilogue {
   int64_t resOff = 0, resCS = 0; ///< arena offset / channel stride (u8)
   int64_t resZp = 0;             ///< stored domain
   float resScale = 1;
+  /// The residual is f32 (an fp32 plan's Add after a convolution), added
+  /// as it stands; resZp and resScale do not apply.
+  bool resF32 = false;
   bool hasPost = false;
   float postLo = 0, postHi = 0;
   /// The producer's own QuantizeLinear before the residual add (a conv

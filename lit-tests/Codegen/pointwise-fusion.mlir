@@ -397,3 +397,34 @@ func.func @softmax_quantized(%x: tensor<1x5x40xf32>) -> tensor<1x5x40xf32> {
   %dq = onnx.DequantizeLinear(%q, %s, %z) : (tensor<1x5x40xi8>, tensor<f32>, tensor<i8>) -> tensor<1x5x40xf32>
   return %dq : tensor<1x5x40xf32>
 }
+
+// -----
+
+// f32 ResNet blocks: the Add after a convolution, with an operand computed
+// before it, runs in the convolution's epilogue before the Relu after it
+// (an f32 load of the residual per 16 channels, no layer of its own). The
+// second block's Add reads a convolution made after the one feeding it:
+// that one cannot take the Add, the later one can.
+// CHECK-LABEL: func.func @qatc_layer_0(
+// CHECK-SAME: qatc.kernel = "nchw-to-nhwc"
+// CHECK: func.func @qatc_layer_1(
+// CHECK-SAME: qatc.kernel = "fp32-fma-conv {{[0-9]+}}x{{[0-9]+}} +add +relu"
+// CHECK: arith.addf {{.*}} : vector<{{[0-9]+}}xf32>
+// CHECK: arith.maximumf
+// CHECK: func.func @qatc_layer_2(
+// CHECK-SAME: qatc.kernel = "fp32-fma-conv {{[0-9]+}}x{{[0-9]+}}"
+// CHECK: func.func @qatc_layer_3(
+// CHECK-SAME: qatc.kernel = "fp32-fma-conv {{[0-9]+}}x{{[0-9]+}} +add"
+// CHECK-NOT: qatc.kernel = "add
+func.func @residual_f32(%x: tensor<1x16x6x6xf32>) -> tensor<1x16x6x6xf32> {
+  %w = onnx.Constant dense<0.01> : tensor<16x16x3x3xf32>
+  %b = onnx.Constant dense<0.1> : tensor<16xf32>
+  %c = onnx.Conv(%x, %w, %b) {kernel_shape = array<i64: 3, 3>, strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>} : (tensor<1x16x6x6xf32>, tensor<16x16x3x3xf32>, tensor<16xf32>) -> tensor<1x16x6x6xf32>
+  %a = onnx.Add(%c, %x) : (tensor<1x16x6x6xf32>, tensor<1x16x6x6xf32>) -> tensor<1x16x6x6xf32>
+  %r = onnx.Relu(%a) : (tensor<1x16x6x6xf32>) -> tensor<1x16x6x6xf32>
+  %w1 = onnx.Constant dense<0.02> : tensor<16x16x1x1xf32>
+  %c1 = onnx.Conv(%r, %w1) {kernel_shape = array<i64: 1, 1>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : (tensor<1x16x6x6xf32>, tensor<16x16x1x1xf32>) -> tensor<1x16x6x6xf32>
+  %c2 = onnx.Conv(%r, %w1) {kernel_shape = array<i64: 1, 1>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : (tensor<1x16x6x6xf32>, tensor<16x16x1x1xf32>) -> tensor<1x16x6x6xf32>
+  %a2 = onnx.Add(%c1, %c2) : (tensor<1x16x6x6xf32>, tensor<1x16x6x6xf32>) -> tensor<1x16x6x6xf32>
+  return %a2 : tensor<1x16x6x6xf32>
+}

@@ -211,17 +211,18 @@ def softmax_case(b, shape):
     return list(shape), b.act_qdq(b.node("Softmax", [x], axis=-1), 1 / 255), list(shape)
 
 
-def residual_add_case(b, c, hw, downsample):
+def residual_add_case(b, c, hw, downsample, group=1):
     """conv -> Q/DQ -> Add(residual, both quantized) -> Relu -> Q/DQ: the Add
-    runs in the epilogue of the conv made last (ResNet's bottleneck)."""
+    runs in the epilogue of the conv made last (ResNet's bottleneck); in the
+    float twin too, where it adds f32 (`group`: the 3x3 conv's groups)."""
     x = b.act_qdq("x", 0.05)
 
-    def conv(inp, k):
-        return b.node("Conv", [inp, b.weight([c, c, k, k]),
+    def conv(inp, k, g=1):
+        return b.node("Conv", [inp, b.weight([c, c // g, k, k]),
                                b.const("b", b.rng.normal(0, 0.2, c).astype(np.float32))],
-                      kernel_shape=[k, k], pads=[k // 2] * 4)
+                      kernel_shape=[k, k], pads=[k // 2] * 4, group=g)
 
-    y = b.act_qdq(conv(x, 3), 0.04)
+    y = b.act_qdq(conv(x, 3, group), 0.04)
     r = b.act_qdq(conv(x, 1), 0.06) if downsample else x
     out = b.act_qdq(b.node("Relu", [b.node("Add", [y, r])]), 0.05)
     return [1, c, *hw], out, [1, c, *hw]
@@ -508,6 +509,10 @@ CASES = {
     "amx_residual_add_c72": lambda b: residual_add_case(b, 72, (7, 6), True),
     "residual_add_c24": lambda b: residual_add_case(b, 24, (7, 9), False),
     "residual_add_downsample_c20": lambda b: residual_add_case(b, 20, (6, 5), True),
+    # The Add in a depthwise and a grouped conv's epilogue (the float twins:
+    # f32 residuals at each group's channels).
+    "residual_add_depthwise_c20": lambda b: residual_add_case(b, 20, (6, 7), False, 20),
+    "residual_add_group2_c36": lambda b: residual_add_case(b, 36, (5, 6), False, 2),
     # Concatenations written in place by their inputs' layers, and not.
     "concat_inception_n2": lambda b: concat_inception_case(b, 2, (6, 7)),
     "concat_inception_rescaled": lambda b: concat_inception_case(b, 1, (5, 5), False),
