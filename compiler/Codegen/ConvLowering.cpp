@@ -517,14 +517,13 @@ LogicalResult GraphLowering::groupedConv(
   return success();
 }
 
-/// The qat.add that is the only reader of `op`'s per-tensor int8 result,
-/// whose other operand exists before `op` runs: `op`'s epilogue can quantize,
-/// dequantize and add it in registers (ResNet's bottleneck blocks quantize
-/// both inputs of the residual add).
-static qat::AddOp residualAddOf(qat::ConvOp op) {
-  Value out = op.getOutput();
-  if (op.getResidual() || !out.hasOneUse() ||
-      !qat::getPerTensorType(out.getType()))
+/// The qat.add that is the only reader of `out`, `op`'s per-tensor int8
+/// result, whose other operand exists before `op` runs: `op`'s epilogue can
+/// quantize, dequantize and add it in registers (ResNet's bottleneck blocks
+/// quantize both inputs of the residual add, and so do transformer encoders
+/// exported with Q/DQ on each input of their Adds).
+static qat::AddOp residualAddOf(Operation *op, Value out) {
+  if (!out.hasOneUse() || !qat::getPerTensorType(out.getType()))
     return {};
   auto add = dyn_cast<qat::AddOp>(*out.getUsers().begin());
   if (!add || add.getLhs() == add.getRhs())
@@ -538,6 +537,24 @@ static qat::AddOp residualAddOf(qat::ConvOp op) {
   if (def && !def->isBeforeInBlock(op))
     return {};
   return add;
+}
+
+void GraphLowering::setMidQuant(Epilogue &ep, Value out) {
+  StoredQuant mid = storedQuant(qat::QuantLayout(out.getType()));
+  ep.midQuant = true;
+  ep.midScale = mid.scale;
+  ep.midZp = mid.zp;
+  ep.midQmin = mid.qmin;
+  ep.midQmax = mid.qmax;
+}
+
+int GraphLowering::setQuantResidual(Epilogue &ep, int residual) {
+  const CTensor &r = tensors[residual];
+  ep.hasResidual = true;
+  ep.resCS = rowStride(r);
+  ep.resZp = r.zp;
+  ep.resScale = r.scale;
+  return residual;
 }
 
 LogicalResult GraphLowering::lowerQatConv(qat::ConvOp op) {
@@ -555,18 +572,14 @@ LogicalResult GraphLowering::lowerQatConv(qat::ConvOp op) {
   auto ws = cast<ShapedType>(op.getWeight().getType()).getShape();
   int64_t OC = ws[0], perChannel = ws[1] * ws[2] * ws[3];
   Epilogue ep;
-  qat::AddOp add = residualAddOf(op);
+  qat::AddOp add =
+      op.getResidual() ? qat::AddOp() : residualAddOf(op, op.getOutput());
   int o;
   Value residualIn = op.getResidual();
   if (add) {
     // The conv's own quantization, in the stored domain (u8, signed int8
     // offset by 128), then the add's operand, activation and result.
-    StoredQuant mid = storedQuant(qat::QuantLayout(op.getOutput().getType()));
-    ep.midQuant = true;
-    ep.midScale = mid.scale;
-    ep.midZp = mid.zp;
-    ep.midQmin = mid.qmin;
-    ep.midQmax = mid.qmax;
+    setMidQuant(ep, op.getOutput());
     o = epilogueOutput(add.getOutput(), plan::Layout::NHWC, 1, ep);
     ep.chainName = " +requantize+add" + ep.chainName;
     folded.insert(add);
@@ -579,14 +592,9 @@ LogicalResult GraphLowering::lowerQatConv(qat::ConvOp op) {
   if (add)
     fillActivation(ep, add.getActivation(), /*post=*/true);
   int residual = -1;
-  if (residualIn) {
-    residual = inLayout(tensorOf(residualIn), plan::Layout::NHWC, op.getLoc());
-    const CTensor &r = tensors[residual];
-    ep.hasResidual = true;
-    ep.resCS = r.desc.channelStride;
-    ep.resZp = r.zp;
-    ep.resScale = r.scale;
-  }
+  if (residualIn)
+    residual = setQuantResidual(
+        ep, inLayout(tensorOf(residualIn), plan::Layout::NHWC, op.getLoc()));
   ref::Tensor wt = *w;
   int64_t corrOff = addZeroPointTerms(OC, x.zp, [&](int64_t c) {
     int64_t sum = 0;
@@ -607,7 +615,8 @@ LogicalResult GraphLowering::lowerQatConv(qat::ConvOp op) {
 LogicalResult
 GraphLowering::matrixProduct(Operation *op, bool int8, int in, int o, int64_t K,
                              int64_t N, Epilogue ep, int64_t corrOff,
-                             std::function<double(int64_t, int64_t)> weightAt) {
+                             std::function<double(int64_t, int64_t)> weightAt,
+                             int residual) {
   const CTensor &x = tensors[in];
   int64_t kPhys = physicalK(x), M = x.dim(0);
   DenseConvSpec s;
@@ -628,7 +637,7 @@ GraphLowering::matrixProduct(Operation *op, bool int8, int in, int o, int64_t K,
         int64_t kl = logicalK(view, kp);
         return kl < 0 ? 0 : weightAt(n, kl);
       },
-      -1);
+      residual);
 }
 
 int GraphLowering::asRows(int t, Location loc) {
@@ -1275,11 +1284,28 @@ LogicalResult GraphLowering::lowerQatMatMul(qat::MatMulOp op) {
   auto rs = cast<ShapedType>(op.getRhs().getType()).getShape();
   bool tr = op.getTransposeRhs();
   int64_t K = tr ? rs[1] : rs[0], N = tr ? rs[0] : rs[1];
+  if (op.getResidual())
+    return op.emitError("a residual on a matrix product is not compiled yet");
   Epilogue ep;
+  // The residual Add after it (a transformer's attention output and its
+  // feed-forward's) joins the epilogue: a quantized one after its own
+  // quantization, as a convolution's; an f32 one as it stands.
+  Value exit = op.getOutput();
+  qat::AddOp add = residualAddOf(op, op.getOutput());
+  if (add && !residualRows(tensorOf(
+                 add.getLhs() == op.getOutput() ? add.getRhs() : add.getLhs())))
+    add = {};
+  int residual = -1;
+  if (add) {
+    setMidQuant(ep, op.getOutput());
+    exit = add.getOutput();
+  } else if (isa<FloatType>(getElementTypeOrSelf(exit.getType()))) {
+    residual = foldFloatResidual(op, op.getOutput(), true, ep, exit);
+  }
   // Rank-2 int8 results are NHWC (rows padded to dwords for the next
   // product), the others plain.
   int o = epilogueOutput(
-      op.getOutput(),
+      exit,
       [&](Value r) {
         return isa<quant::QuantizedType>(getElementTypeOrSelf(r.getType())) &&
                        outShape.size() == 2
@@ -1287,10 +1313,17 @@ LogicalResult GraphLowering::lowerQatMatMul(qat::MatMulOp op) {
                    : plan::Layout::Plain;
       },
       outShape.size() - 1, ep);
+  if (residual >= 0)
+    ep.chainName = " +add" + ep.chainName;
   if (failed(linearEpilogue(op, x, wl, N, ep)))
     return failure();
-  if (op.getResidual())
-    return op.emitError("a residual on a matrix product is not compiled yet");
+  if (add) {
+    ep.chainName = " +requantize+add" + ep.chainName;
+    folded.insert(add);
+    fillActivation(ep, add.getActivation(), /*post=*/true);
+    Value other = add.getLhs() == op.getOutput() ? add.getRhs() : add.getLhs();
+    residual = setQuantResidual(ep, asRows(tensorOf(other), op.getLoc()));
+  }
   ref::Tensor wt = *w;
   auto weightAt = [wt, tr, K, N](int64_t n, int64_t k) -> double {
     return intAt(wt, tr ? n * K + k : k * N + n);
@@ -1306,14 +1339,13 @@ LogicalResult GraphLowering::lowerQatMatMul(qat::MatMulOp op) {
       return static_cast<int64_t>(weightAt(n, k));
     });
   });
-  return matrixProduct(op, true, in, o, K, N, ep, corrOff, weightAt);
+  return matrixProduct(op, true, in, o, K, N, ep, corrOff, weightAt, residual);
 }
 
-/// The Add that is the only reader of f32 convolution `op`'s result, with
-/// an operand of the same shape computed before it (a residual branch),
-/// whose sum the convolution's epilogue can take; else null.
-static onnx::AddOp floatResidualAddOf(onnx::ConvOp op) {
-  Value out = op.getY();
+/// The Add that is the only reader of `out`, `op`'s f32 result, with an f32
+/// operand of the same shape computed before `op` (a residual branch), whose
+/// sum `op`'s epilogue can take; else null.
+static onnx::AddOp floatResidualAddOf(Operation *op, Value out) {
   if (!out.hasOneUse())
     return {};
   auto add = dyn_cast<onnx::AddOp>(*out.getUsers().begin());
@@ -1328,6 +1360,33 @@ static onnx::AddOp floatResidualAddOf(onnx::ConvOp op) {
   if (def && !def->isBeforeInBlock(op))
     return {};
   return add;
+}
+
+bool GraphLowering::residualRows(int t) const {
+  // Its own bytes in logical order: not a flattened NHWC view (its columns
+  // are pixel-major) nor a strided one (a copy would cost what the Add layer
+  // costs).
+  const CTensor &x = tensors[t];
+  return !x.flat && !x.view;
+}
+
+int GraphLowering::foldFloatResidual(Operation *op, Value out, bool rows,
+                                     Epilogue &ep, Value &exit) {
+  exit = out;
+  onnx::AddOp add = floatResidualAddOf(op, out);
+  if (!add)
+    return -1;
+  int t = tensorOf(add.getA() == out ? add.getB() : add.getA());
+  if (rows && !residualRows(t))
+    return -1;
+  int residual = rows ? asRows(t, op->getLoc())
+                      : inLayout(t, plan::Layout::NHWC, op->getLoc());
+  ep.hasResidual = true;
+  ep.resF32 = true;
+  ep.resCS = rowStride(tensors[residual]);
+  folded.insert(add);
+  exit = add.getC();
+  return residual;
 }
 
 LogicalResult GraphLowering::lowerFloatConv(onnx::ConvOp op) {
@@ -1345,19 +1404,11 @@ LogicalResult GraphLowering::lowerFloatConv(onnx::ConvOp op) {
   // A residual Add after the convolution (ResNet's blocks) joins its
   // epilogue, before the chain after the Add (its Relu): the sum rounds as
   // the Add layer rounded it.
-  int o, residual = -1;
-  if (onnx::AddOp add = floatResidualAddOf(op)) {
-    Value other = add.getA() == op.getY() ? add.getB() : add.getA();
-    residual = inLayout(tensorOf(other), plan::Layout::NHWC, op.getLoc());
-    ep.hasResidual = true;
-    ep.resF32 = true;
-    ep.resCS = tensors[residual].desc.channelStride;
-    o = epilogueOutput(add.getC(), plan::Layout::NHWC, 1, ep);
+  Value exit;
+  int residual = foldFloatResidual(op, op.getY(), false, ep, exit);
+  int o = epilogueOutput(exit, plan::Layout::NHWC, 1, ep);
+  if (residual >= 0)
     ep.chainName = " +add" + ep.chainName;
-    folded.insert(add);
-  } else {
-    o = epilogueOutput(op.getY(), plan::Layout::NHWC, 1, ep);
-  }
   if (op.getB() &&
       failed(addChannelConstant(op, op.getB(), "bias", ws[0], ep.biasOff)))
     return failure();
@@ -1399,10 +1450,15 @@ LogicalResult GraphLowering::lowerFloatMatMul(onnx::MatMulOp op) {
   int64_t K = bs[0], N = bs[1];
   Epilogue ep;
   int64_t rank = cast<ShapedType>(op.getY().getType()).getRank();
-  int o = epilogueOutput(op.getY(), plan::Layout::Plain, rank - 1, ep);
+  Value exit;
+  int residual = foldFloatResidual(op, op.getY(), true, ep, exit);
+  int o = epilogueOutput(exit, plan::Layout::Plain, rank - 1, ep);
+  if (residual >= 0)
+    ep.chainName = " +add" + ep.chainName;
   return matrixProduct(
       op, false, in, o, K, N, ep, -1,
-      [wf, N](int64_t n, int64_t k) -> double { return wf[k * N + n]; });
+      [wf, N](int64_t n, int64_t k) -> double { return wf[k * N + n]; },
+      residual);
 }
 
 LogicalResult GraphLowering::lowerGemm(onnx::GemmOp op) {
@@ -1462,11 +1518,17 @@ LogicalResult GraphLowering::lowerGemm(onnx::GemmOp op) {
     for (float &x : wf)
       x *= alpha;
   int in = asRows(a, op.getLoc());
-  int o = epilogueOutput(op.getY(), plan::Layout::Plain, 1, ep);
-  return matrixProduct(op, false, in, o, K, N, ep, -1,
-                       [wf, tr, K, N](int64_t n, int64_t k) -> double {
-                         return wf[tr ? n * K + k : k * N + n];
-                       });
+  Value exit;
+  int residual = foldFloatResidual(op, op.getY(), true, ep, exit);
+  int o = epilogueOutput(exit, plan::Layout::Plain, 1, ep);
+  if (residual >= 0)
+    ep.chainName = " +add" + ep.chainName;
+  return matrixProduct(
+      op, false, in, o, K, N, ep, -1,
+      [wf, tr, K, N](int64_t n, int64_t k) -> double {
+        return wf[tr ? n * K + k : k * N + n];
+      },
+      residual);
 }
 
 std::optional<LogicalResult> GraphLowering::lowerConvFamily(Operation *op) {

@@ -462,11 +462,13 @@ void GraphLowering::foldRequantization(
   };
   if (ep.chain)
     boundChain(ep, channels, accRange, channel);
-  if (!hasAvx512(target.isa) || !ep.quantOut || ep.multOff < 0 || ep.chain ||
-      (ep.hasAct && !(ep.actLo <= ep.actHi)) ||
+  // A requantized add with an f32 result (a transformer's Add before its
+  // layer norm) folds the conv's own quantization; the add stays in f32.
+  if (!hasAvx512(target.isa) || !(ep.quantOut || add) || ep.multOff < 0 ||
+      ep.chain || (ep.hasAct && !(ep.actLo <= ep.actHi)) ||
       (!add && (ep.midQuant || ep.hasResidual || ep.hasPost)))
     return;
-  if (add)
+  if (add && ep.quantOut)
     foldResidualAdd(ep);
   std::vector<Requant> rs(channels);
   std::vector<std::pair<int64_t, int64_t>> ranges(channels);

@@ -841,7 +841,23 @@ private:
   LogicalResult matrixProduct(Operation *op, bool int8, int in, int o,
                               int64_t K, int64_t N, Epilogue ep,
                               int64_t corrOff,
-                              std::function<double(int64_t, int64_t)> weightAt);
+                              std::function<double(int64_t, int64_t)> weightAt,
+                              int residual = -1);
+  /// Where the only reader of `out` (`op`'s f32 result) is an Add with an
+  /// f32 operand of `out`'s shape made before `op`: folds the Add into `ep`
+  /// as an f32 residual and returns that operand's tensor (NHWC, or [M, N]
+  /// rows for a matrix product: `rows`), with `exit` the Add's result; else
+  /// -1, with `exit` = `out`.
+  int foldFloatResidual(Operation *op, Value out, bool rows, Epilogue &ep,
+                        Value &exit);
+  /// Whether a matrix product's epilogue can read tensor `t` as its
+  /// residual rows (asRows with no copy and columns in logical order).
+  bool residualRows(int t) const;
+  /// `ep` quantizes its result to `out`'s int8 type, in the stored domain,
+  /// before a residual add (Epilogue::midQuant).
+  void setMidQuant(Epilogue &ep, Value out);
+  /// `ep` adds the int8 tensor `residual` (dequantized); returns it.
+  int setQuantResidual(Epilogue &ep, int residual);
 
   /// Before the walk: the channel concatenations whose inputs are written in
   /// place, each at its channel offset of one shared NHWC buffer, so that
@@ -907,6 +923,13 @@ inline LogicalResult requireSymmetric(Operation *op,
                            "this weight has zero point ")
              << z;
   return success();
+}
+
+/// The distance between rows (pixels) of an NHWC or plain tensor that is
+/// no view: the channel stride, or the last dimension.
+inline int64_t rowStride(const CTensor &x) {
+  return x.desc.layout == plan::Layout::NHWC ? x.desc.channelStride
+                                             : x.desc.shape.back();
 }
 
 /// The physical row length of a matrix product's input: the flattened NHWC

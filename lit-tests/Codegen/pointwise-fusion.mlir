@@ -428,3 +428,33 @@ func.func @residual_f32(%x: tensor<1x16x6x6xf32>) -> tensor<1x16x6x6xf32> {
   %a2 = onnx.Add(%c1, %c2) : (tensor<1x16x6x6xf32>, tensor<1x16x6x6xf32>) -> tensor<1x16x6x6xf32>
   return %a2 : tensor<1x16x6x6xf32>
 }
+
+// -----
+
+// A transformer's projection with Q/DQ on both inputs of the residual Add
+// and an f32 sum (the layer norm's input): one layer, the product's own
+// quantization (one FMA) then the dequantized residual added in f32.
+// CHECK-LABEL: func.func @qatc_layer_0(
+// CHECK-SAME: qatc.kernel = "quantize"
+// CHECK: func.func @qatc_layer_1(
+// CHECK-SAME: qatc.kernel = "vnni-conv {{[0-9]+}}x{{[0-9]+}} +requantize+add"
+// CHECK: math.fma
+// CHECK: math.roundeven
+// CHECK: arith.addf
+// CHECK-NOT: func.func @qatc_layer_2(
+func.func @projection_residual(%x: tensor<1x8x32xf32>) -> tensor<1x8x32xf32> {
+  %s = onnx.Constant dense<0.05> : tensor<f32>
+  %z = onnx.Constant dense<0> : tensor<i8>
+  %so = onnx.Constant dense<0.08> : tensor<f32>
+  %ws = onnx.Constant dense<0.0071> : tensor<32xf32>
+  %wz = onnx.Constant dense<0> : tensor<32xi8>
+  %wq = onnx.Constant dense<3> : tensor<32x32xi8>
+  %q = onnx.QuantizeLinear(%x, %s, %z) : (tensor<1x8x32xf32>, tensor<f32>, tensor<i8>) -> tensor<1x8x32xi8>
+  %dq = onnx.DequantizeLinear(%q, %s, %z) : (tensor<1x8x32xi8>, tensor<f32>, tensor<i8>) -> tensor<1x8x32xf32>
+  %w = onnx.DequantizeLinear(%wq, %ws, %wz) {axis = 1 : i64} : (tensor<32x32xi8>, tensor<32xf32>, tensor<32xi8>) -> tensor<32x32xf32>
+  %y = onnx.MatMul(%dq, %w) : (tensor<1x8x32xf32>, tensor<32x32xf32>) -> tensor<1x8x32xf32>
+  %q2 = onnx.QuantizeLinear(%y, %so, %z) : (tensor<1x8x32xf32>, tensor<f32>, tensor<i8>) -> tensor<1x8x32xi8>
+  %dq2 = onnx.DequantizeLinear(%q2, %so, %z) : (tensor<1x8x32xi8>, tensor<f32>, tensor<i8>) -> tensor<1x8x32xf32>
+  %a = onnx.Add(%dq, %dq2) : (tensor<1x8x32xf32>, tensor<1x8x32xf32>) -> tensor<1x8x32xf32>
+  return %a : tensor<1x8x32xf32>
+}

@@ -140,6 +140,19 @@ def gemm_case(b, m, kk, n):
     return [m, kk], b.act_qdq(y, 0.1), [m, n]
 
 
+def matmul_residual_case(b, rows, d, quantized_sum):
+    """A transformer's projection and its residual Add, f32 after the Add
+    (the layer norm's input): the Add runs in the product's epilogue. With
+    `quantized_sum` both Add inputs are Q/DQ'd (the product requantized,
+    the residual read as int8), else the product's f32 result and x."""
+    xq = b.act_qdq("x", 0.05)
+    w = b.weight([d, d], axis=1)
+    y = b.node("MatMul", [xq, w])
+    if quantized_sum:
+        return [1, rows, d], b.node("Add", [xq, b.act_qdq(y, 0.08)]), [1, rows, d]
+    return [1, rows, d], b.node("Add", [y, "x"]), [1, rows, d]
+
+
 def pool_case(b, c, hw, kind, k, stride, pads, count_pad=0, n=1):
     x = b.act_qdq("x", 0.05)
     attrs = dict(kernel_shape=[k, k], strides=[stride, stride], pads=list(pads))
@@ -520,6 +533,9 @@ CASES = {
     "concat_shared_input": concat_shared_case,
     "concat_relu_slices": concat_relu_case,
     "concat_prefix_flatten": concat_prefix_flatten_case,
+    # Rows of 40 (a vector and a masked 8; 11 rows: a tile and a tail).
+    "matmul_residual_quantized": lambda b: matmul_residual_case(b, 11, 40, True),
+    "matmul_residual_f32": lambda b: matmul_residual_case(b, 11, 40, False),
     "gemm_m1_k3_n5": lambda b: gemm_case(b, 1, 3, 5),
     "gemm_m7_k67_n130": lambda b: gemm_case(b, 7, 67, 130),
     "gemm_m13_k16_n17": lambda b: gemm_case(b, 13, 16, 17),
