@@ -140,16 +140,18 @@ def gemm_case(b, m, kk, n):
     return [m, kk], b.act_qdq(y, 0.1), [m, n]
 
 
-def matmul_residual_case(b, rows, d, quantized_sum):
+def matmul_residual_case(b, rows, d, quantized_sum, quantized_out=False):
     """A transformer's projection and its residual Add, f32 after the Add
     (the layer norm's input): the Add runs in the product's epilogue. With
     `quantized_sum` both Add inputs are Q/DQ'd (the product requantized,
-    the residual read as int8), else the product's f32 result and x."""
+    the residual read as int8), else the product's f32 result and x;
+    `quantized_out` quantizes the sum too (the add's two-FMA form)."""
     xq = b.act_qdq("x", 0.05)
     w = b.weight([d, d], axis=1)
     y = b.node("MatMul", [xq, w])
     if quantized_sum:
-        return [1, rows, d], b.node("Add", [xq, b.act_qdq(y, 0.08)]), [1, rows, d]
+        out = b.node("Add", [xq, b.act_qdq(y, 0.08)])
+        return [1, rows, d], b.act_qdq(out, 0.1) if quantized_out else out, [1, rows, d]
     return [1, rows, d], b.node("Add", [y, "x"]), [1, rows, d]
 
 
@@ -598,6 +600,9 @@ CASES = {
                                            pads=(1, 1, 1, 1)),
     "stem_rgb_7x7_s2": lambda b: conv_case(b, 3, 24, (30, 45), 7, stride=2,
                                            pads=(3, 3, 3, 3)),
+    # A projection whose residual Add is quantized too: the add's two FMAs
+    # after the product's own quantization, the residual read as rows.
+    "matmul_residual_requantized": lambda b: matmul_residual_case(b, 11, 40, True, True),
 }
 
 # Activation quantization variants (int8 and uint8, zero points off 0).
