@@ -517,26 +517,42 @@ LogicalResult GraphLowering::groupedConv(
   return success();
 }
 
-/// The qat.add that is the only reader of `out`, `op`'s per-tensor int8
-/// result, whose other operand exists before `op` runs: `op`'s epilogue can
-/// quantize, dequantize and add it in registers (ResNet's bottleneck blocks
-/// quantize both inputs of the residual add, and so do transformer encoders
-/// exported with Q/DQ on each input of their Adds).
-static qat::AddOp residualAddOf(Operation *op, Value out) {
-  if (!out.hasOneUse() || !qat::getPerTensorType(out.getType()))
+/// A residual Add of `op`'s result `out`: its only reader, an AddT (qat.add
+/// or onnx.Add), whose other operand, of a type `fits` accepts, has `out`'s
+/// shape (as has the sum) and is computed before `op` runs, so that `op`'s
+/// epilogue can add it in registers.
+template <typename AddT> struct ResidualAdd {
+  AddT add;
+  Value other; ///< the operand that is not `out`
+};
+template <typename AddT>
+static ResidualAdd<AddT> residualAddOf(Operation *op, Value out,
+                                       llvm::function_ref<bool(Type)> fits) {
+  if (!out.hasOneUse())
     return {};
-  auto add = dyn_cast<qat::AddOp>(*out.getUsers().begin());
-  if (!add || add.getLhs() == add.getRhs())
+  auto add = dyn_cast<AddT>(*out.getUsers().begin());
+  if (!add || add->getOperand(0) == add->getOperand(1))
     return {};
-  Value other = add.getLhs() == out ? add.getRhs() : add.getLhs();
-  if (!qat::getPerTensorType(other.getType()) ||
-      shapeOf(other) != shapeOf(out) ||
-      shapeOf(add.getOutput()) != shapeOf(out))
+  Value other = add->getOperand(add->getOperand(0) == out ? 1 : 0);
+  if (!fits(other.getType()) || shapeOf(other) != shapeOf(out) ||
+      shapeOf(add->getResult(0)) != shapeOf(out))
     return {};
   Operation *def = other.getDefiningOp();
   if (def && !def->isBeforeInBlock(op))
     return {};
-  return add;
+  return {add, other};
+}
+
+/// The qat.add after `op`'s per-tensor int8 result `out`, of two such
+/// tensors: `op`'s epilogue can quantize its result, dequantize both and
+/// add (ResNet's bottleneck blocks quantize both inputs of the residual
+/// add, and so do transformer encoders exported with Q/DQ on each input of
+/// their Adds).
+static ResidualAdd<qat::AddOp> quantResidualAddOf(Operation *op, Value out) {
+  auto perTensor = [](Type t) { return bool(qat::getPerTensorType(t)); };
+  if (!perTensor(out.getType()))
+    return {};
+  return residualAddOf<qat::AddOp>(op, out, perTensor);
 }
 
 void GraphLowering::setMidQuant(Epilogue &ep, Value out) {
@@ -572,8 +588,8 @@ LogicalResult GraphLowering::lowerQatConv(qat::ConvOp op) {
   auto ws = cast<ShapedType>(op.getWeight().getType()).getShape();
   int64_t OC = ws[0], perChannel = ws[1] * ws[2] * ws[3];
   Epilogue ep;
-  qat::AddOp add =
-      op.getResidual() ? qat::AddOp() : residualAddOf(op, op.getOutput());
+  auto [add, other] = op.getResidual() ? ResidualAdd<qat::AddOp>()
+                                       : quantResidualAddOf(op, op.getOutput());
   int o;
   Value residualIn = op.getResidual();
   if (add) {
@@ -583,7 +599,7 @@ LogicalResult GraphLowering::lowerQatConv(qat::ConvOp op) {
     o = epilogueOutput(add.getOutput(), plan::Layout::NHWC, 1, ep);
     ep.chainName = " +requantize+add" + ep.chainName;
     folded.insert(add);
-    residualIn = add.getLhs() == op.getOutput() ? add.getRhs() : add.getLhs();
+    residualIn = other;
   } else {
     o = epilogueOutput(op.getOutput(), plan::Layout::NHWC, 1, ep);
   }
@@ -1291,9 +1307,8 @@ LogicalResult GraphLowering::lowerQatMatMul(qat::MatMulOp op) {
   // feed-forward's) joins the epilogue: a quantized one after its own
   // quantization, as a convolution's; an f32 one as it stands.
   Value exit = op.getOutput();
-  qat::AddOp add = residualAddOf(op, op.getOutput());
-  if (add && !residualRows(tensorOf(
-                 add.getLhs() == op.getOutput() ? add.getRhs() : add.getLhs())))
+  auto [add, other] = quantResidualAddOf(op, op.getOutput());
+  if (add && !residualRows(tensorOf(other)))
     add = {};
   int residual = -1;
   if (add) {
@@ -1321,7 +1336,6 @@ LogicalResult GraphLowering::lowerQatMatMul(qat::MatMulOp op) {
     ep.chainName = " +requantize+add" + ep.chainName;
     folded.insert(add);
     fillActivation(ep, add.getActivation(), /*post=*/true);
-    Value other = add.getLhs() == op.getOutput() ? add.getRhs() : add.getLhs();
     residual = setQuantResidual(ep, asRows(tensorOf(other), op.getLoc()));
   }
   ref::Tensor wt = *w;
@@ -1342,26 +1356,6 @@ LogicalResult GraphLowering::lowerQatMatMul(qat::MatMulOp op) {
   return matrixProduct(op, true, in, o, K, N, ep, corrOff, weightAt, residual);
 }
 
-/// The Add that is the only reader of `out`, `op`'s f32 result, with an f32
-/// operand of the same shape computed before `op` (a residual branch), whose
-/// sum `op`'s epilogue can take; else null.
-static onnx::AddOp floatResidualAddOf(Operation *op, Value out) {
-  if (!out.hasOneUse())
-    return {};
-  auto add = dyn_cast<onnx::AddOp>(*out.getUsers().begin());
-  if (!add || add.getA() == add.getB())
-    return {};
-  Value other = add.getA() == out ? add.getB() : add.getA();
-  auto ot = dyn_cast<RankedTensorType>(other.getType());
-  if (!ot || !ot.getElementType().isF32() || shapeOf(other) != shapeOf(out) ||
-      shapeOf(add.getC()) != shapeOf(out))
-    return {};
-  Operation *def = other.getDefiningOp();
-  if (def && !def->isBeforeInBlock(op))
-    return {};
-  return add;
-}
-
 bool GraphLowering::residualRows(int t) const {
   // Its own bytes in logical order: not a flattened NHWC view (its columns
   // are pixel-major) nor a strided one (a copy would cost what the Add layer
@@ -1373,10 +1367,13 @@ bool GraphLowering::residualRows(int t) const {
 int GraphLowering::foldFloatResidual(Operation *op, Value out, bool rows,
                                      Epilogue &ep, Value &exit) {
   exit = out;
-  onnx::AddOp add = floatResidualAddOf(op, out);
+  auto [add, other] = residualAddOf<onnx::AddOp>(op, out, [](Type t) {
+    auto r = dyn_cast<RankedTensorType>(t);
+    return r && r.getElementType().isF32();
+  });
   if (!add)
     return -1;
-  int t = tensorOf(add.getA() == out ? add.getB() : add.getA());
+  int t = tensorOf(other);
   if (rows && !residualRows(t))
     return -1;
   int residual = rows ? asRows(t, op->getLoc())

@@ -257,8 +257,10 @@ struct Epilogue {
   bool addClampBytes = false;
   float addLo = 0, addHi = 255;
   bool hasResidual = false;
-  int64_t resOff = 0, resCS = 0; ///< arena offset / channel stride (u8)
-  int64_t resZp = 0;             ///< stored domain
+  /// Arena byte offset / channel stride in elements (u8, or f32 with
+  /// resF32).
+  int64_t resOff = 0, resCS = 0;
+  int64_t resZp = 0; ///< stored domain
   float resScale = 1;
   /// The residual is f32 (an fp32 plan's Add after a convolution), added
   /// as it stands; resZp and resScale do not apply.
