@@ -411,8 +411,8 @@ std::string writeManifest(const Manifest &m) {
     out += "layer " + encodeToken(l.symbol) + " " + encodeToken(l.node) + " " +
            encodeToken(l.opType) + " " + encodeToken(l.precision) + " " +
            encodeToken(l.kernel) + " " + (l.parallel ? "1" : "0") + " " +
-           std::to_string(l.macs) + " " + joinInts(l.inputs) + " " +
-           joinInts(l.outputs) + "\n";
+           (l.sync ? "1" : "0") + " " + std::to_string(l.macs) + " " +
+           joinInts(l.inputs) + " " + joinInts(l.outputs) + "\n";
   return out;
 }
 
@@ -558,18 +558,20 @@ bool parseManifest(const std::string &text, Manifest &m, std::string &error) {
         return fail("two " + kind + "s are named '" + m.tensors[idx].name +
                     "'");
       list.push_back(int(idx));
-    } else if (kind == "layer" && tok.size() == 10) {
+    } else if (kind == "layer" && tok.size() == 11) {
       LayerDesc l;
+      auto flag = [](const std::string &t) { return t == "0" || t == "1"; };
       if (!decode(tok[1], l.symbol) || !decode(tok[2], l.node) ||
           !decode(tok[3], l.opType) || !decode(tok[4], l.precision) ||
-          !decode(tok[5], l.kernel) || (tok[6] != "0" && tok[6] != "1") ||
-          !parseInt(tok[7], l.macs) || l.macs < 0 ||
-          !parseIntList(tok[8], m.tensors.size(), l.inputs) ||
-          !parseIntList(tok[9], m.tensors.size(), l.outputs))
+          !decode(tok[5], l.kernel) || !flag(tok[6]) || !flag(tok[7]) ||
+          !parseInt(tok[8], l.macs) || l.macs < 0 ||
+          !parseIntList(tok[9], m.tensors.size(), l.inputs) ||
+          !parseIntList(tok[10], m.tensors.size(), l.outputs))
         return fail("malformed layer");
       if (!isSymbol(l.symbol))
         return fail("bad layer symbol");
       l.parallel = tok[6] == "1";
+      l.sync = tok[7] == "1";
       l.line = lineNo;
       m.layers.push_back(std::move(l));
     } else {

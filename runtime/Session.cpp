@@ -3,9 +3,11 @@
 // Thread 0 is the caller. Workers 1..N-1 are created with the session and
 // wait for a run (spinning briefly, then sleeping: between runs nothing is
 // due). Within a run every thread walks the layer list and meets the others
-// at a spinning barrier where work changes hands: after a layer that all
-// threads share, and before one (thread 0 alone runs the small layers, and
-// a run of them needs no barrier between them). An OS sleep between layers
+// at a spinning barrier where work changes hands: before a layer that
+// touches what a layer since they last met writes, or writes what such a
+// layer reads (the manifest's flag: codegen::barriersBefore), and after the
+// last shared layer. Thread 0 alone runs the small layers; a run of them
+// needs no barrier between them. An OS sleep between layers
 // would cost tens of microseconds, more than many layers take.
 //
 //===----------------------------------------------------------------------===//
@@ -150,18 +152,22 @@ void Session::runLayers(int tid) {
   if (threads_ > 1)
     workers_->barrier();
   auto last = Clock::now();
+  // Whether a shared layer ran since the threads last met.
+  bool shared = false;
   for (size_t i = 0; i < m.layers.size(); ++i) {
     if (m.layers[i].parallel)
       plan_.layerFunction(i)(arena_, weights, tid, threads_);
     else if (tid == 0)
       plan_.layerFunction(i)(arena_, weights, 0, 1);
-    // Threads meet after a shared layer (its results are everyone's) and
-    // before one (it reads what thread 0 wrote).
-    bool handOver = m.layers[i].parallel ||
-                    (i + 1 < m.layers.size() && m.layers[i + 1].parallel) ||
-                    profiling_ || callback_;
-    if (threads_ > 1 && handOver)
+    shared |= m.layers[i].parallel;
+    // Threads meet where the next layer touches what a layer since they
+    // last met writes, or writes what such a layer reads (the manifest's
+    // flag), and after the last shared layer: the caller reads the outputs.
+    bool meet = i + 1 < m.layers.size() ? m.layers[i + 1].sync : shared;
+    if (threads_ > 1 && (meet || profiling_ || callback_)) {
       workers_->barrier();
+      shared = false;
+    }
     if (tid == 0) {
       if (profiling_) {
         auto now = Clock::now();
@@ -202,8 +208,8 @@ bool Session::run(const std::vector<const void *> &inputs,
     workers_->wake.notify_all();
   }
   runLayers(0);
-  // Workers touch the arena only in shared layers, each followed by a
-  // barrier: they are done with it here.
+  // Workers touch the arena only in shared layers, and the threads meet
+  // after the last one: they are done with it here.
   for (size_t i = 0; i < outputs.size(); ++i)
     if (outputs[i])
       readTensor(m.tensors[m.outputs[i]], arena_, outputs[i]);

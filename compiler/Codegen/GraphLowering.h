@@ -311,6 +311,7 @@ struct Layer {
   plan::LayerDesc desc;
   Location loc;
   std::function<void(KB &)> emit;
+  std::vector<int> reads, writes; ///< storages
 };
 
 /// The values of a constant operand (onnx.Constant / qat.constant).
@@ -868,6 +869,9 @@ private:
 
   // After the walk.
   void planArena();
+  /// Sets each layer's desc.sync from what its storages overlap
+  /// (barriersBefore), once the arena is planned.
+  void planBarriers();
   void emitLayers();
 
   func::FuncOp func;

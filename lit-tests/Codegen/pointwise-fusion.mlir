@@ -38,7 +38,7 @@
 // CHECK-NOT: arith.maximumf
 // CHECK: llvm.x86.avx512.mask.cvtps2dq.512
 // CHECK: func.func @qatc_layer_2(
-// CHECK-SAME: qatc.kernel = "vnni-conv {{[0-9]+}}x{{[0-9]+}}"}
+// CHECK-SAME: qatc.kernel = "vnni-conv {{[0-9]+}}x{{[0-9]+}}"{{[,}]}}
 // CHECK: func.func @qatc_layer_3(
 // CHECK-SAME: qatc.kernel = "nhwc-to-nchw"
 // CHECK-NOT: func.func @qatc_layer_
@@ -240,7 +240,7 @@ func.func @gate(%x: tensor<1x8x5x5xf32>, %g: tensor<1x8x1x1xf32>) -> tensor<1x8x
 // so the Relu after it is a layer of its own.
 // CHECK-LABEL: func.func @qatc_layer_0(
 // CHECK-SAME: qatc.kernel = "nchw-to-nhwc"
-// CHECK: qatc.kernel = "fp32-fma-conv {{[0-9]+}}x{{[0-9]+}}"}
+// CHECK: qatc.kernel = "fp32-fma-conv {{[0-9]+}}x{{[0-9]+}}"{{[,}]}}
 // CHECK: qatc.kernel = "clamp"
 func.func @escapes(%x: tensor<1x4x5x5xf32>) -> (tensor<1x4x5x5xf32>, tensor<1x4x5x5xf32>) {
   %w = onnx.Constant dense<0.5> : tensor<4x4x1x1xf32>
@@ -272,7 +272,7 @@ func.func @escapes(%x: tensor<1x4x5x5xf32>) -> (tensor<1x4x5x5xf32>, tensor<1x4x
 // CHECK: arith.divf
 // CHECK: llvm.x86.avx512.mask.cvtps2dq.512
 // CHECK: func.func @qatc_layer_2(
-// CHECK-SAME: qatc.kernel = "vnni-conv {{[0-9]+}}x{{[0-9]+}}"}
+// CHECK-SAME: qatc.kernel = "vnni-conv {{[0-9]+}}x{{[0-9]+}}"{{[,}]}}
 // CHECK: func.func @qatc_layer_3(
 // CHECK-SAME: qatc.kernel = "vnni-conv {{[0-9]+}}x{{[0-9]+}} +requantize+add"
 // CHECK: func.func @qatc_layer_4(
@@ -314,7 +314,7 @@ func.func @residual(%x: tensor<1x8x6x6xf32>) -> tensor<1x8x6x6xf32> {
 // CHECK-LABEL: func.func @qatc_layer_0(
 // CHECK-SAME: qatc.kernel = "batchnorm+relu+quantize"
 // CHECK: func.func @qatc_layer_1(
-// CHECK-SAME: qatc.kernel = "vnni-conv {{[0-9]+}}x{{[0-9]+}}"}
+// CHECK-SAME: qatc.kernel = "vnni-conv {{[0-9]+}}x{{[0-9]+}}"{{[,}]}}
 func.func @batchnorm(%x: tensor<1x8x6x6xf32>) -> tensor<1x16x6x6xf32> {
   %s = onnx.Constant dense<0.05> : tensor<f32>
   %z = onnx.Constant dense<0> : tensor<i8>

@@ -75,3 +75,44 @@ func.func @main(%x: tensor<1x64x128xf32>) -> tensor<1x64x1xf32> {
   %m = onnx.ReduceMean(%x) {axes = array<i64: 2>, keepdims = 1 : i64} : (tensor<1x64x128xf32>) -> tensor<1x64x1xf32>
   return %m : tensor<1x64x1xf32>
 }
+
+// -----
+
+// Threads meet only where a layer touches what a layer since they last met
+// writes (Barriers.cpp): the two 1x1 convolutions both read the relayout
+// and write their own results, so the threads run them back to back; the
+// Mul reads both. A map of 64 pixels in 6-pixel tiles (11 tiles): with
+// more than one thread, each takes 32 pixels in tiles of 6 and 5
+// (emitDenseConv's even split), not 5 or 6 whole tiles of the map.
+// CHECK: func.func @qatc_layer_1(
+// CHECK-SAME: qatc.kernel = "fp32-fma-conv 6x64"}
+// CHECK: arith.cmpi ult, %c1_i64{{.*}}, %arg3
+// CHECK: scf.for
+// CHECK: arith.select %{{.*}}, %c6_i64{{.*}}, %c5_i64
+// CHECK: func.func @qatc_layer_2(
+// CHECK-SAME: qatc.kernel = "fp32-fma-conv 6x64", qatc.sync = false}
+// CHECK: func.func @qatc_layer_3(
+// CHECK-SAME: qatc.kernel = "mul"}
+func.func @main(%x: tensor<1x64x8x8xf32>) -> tensor<1x64x8x8xf32> {
+  %w = onnx.Constant dense<0.25> : tensor<64x64x1x1xf32>
+  %v = onnx.Constant dense<0.5> : tensor<64x64x1x1xf32>
+  %a = onnx.Conv(%x, %w) {kernel_shape = array<i64: 1, 1>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : (tensor<1x64x8x8xf32>, tensor<64x64x1x1xf32>) -> tensor<1x64x8x8xf32>
+  %b = onnx.Conv(%x, %v) {kernel_shape = array<i64: 1, 1>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : (tensor<1x64x8x8xf32>, tensor<64x64x1x1xf32>) -> tensor<1x64x8x8xf32>
+  %m = onnx.Mul(%a, %b) : (tensor<1x64x8x8xf32>, tensor<1x64x8x8xf32>) -> tensor<1x64x8x8xf32>
+  return %m : tensor<1x64x8x8xf32>
+}
+
+// -----
+
+// 256 pixels are 43 tiles: each thread takes whole tiles (within 3 % of
+// even), with no tile version of 5 pixels.
+// CHECK: func.func @qatc_layer_1(
+// CHECK-SAME: qatc.kernel = "fp32-fma-conv 6x64"}
+// CHECK-NOT: arith.cmpi ult, %c1_i64{{.*}}, %arg3
+// CHECK-NOT: arith.select %{{.*}}, %c6_i64{{.*}}, %c5_i64
+// CHECK: func.func @qatc_layer_2(
+func.func @main(%x: tensor<1x64x16x16xf32>) -> tensor<1x64x16x16xf32> {
+  %w = onnx.Constant dense<0.25> : tensor<64x64x1x1xf32>
+  %a = onnx.Conv(%x, %w) {kernel_shape = array<i64: 1, 1>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : (tensor<1x64x16x16xf32>, tensor<64x64x1x1xf32>) -> tensor<1x64x16x16xf32>
+  return %a : tensor<1x64x16x16xf32>
+}

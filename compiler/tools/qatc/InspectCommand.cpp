@@ -94,6 +94,13 @@ int qatc::driver::runInspect() {
   const plan::PlanHeader &h = plan->header();
   std::map<std::string, int> kernels, precisions;
   int64_t macs = 0, int8Macs = 0;
+  // Barriers between layers on more than one thread (not before the
+  // first: the run starts at one).
+  int shared = 0, barriers = 0;
+  for (size_t i = 0; i < m.layers.size(); ++i) {
+    shared += m.layers[i].parallel;
+    barriers += i > 0 && m.layers[i].sync;
+  }
   for (const plan::LayerDesc &l : m.layers) {
     ++kernels[l.kernel];
     ++precisions[l.precision];
@@ -164,6 +171,7 @@ int qatc::driver::runInspect() {
             j.attribute("precision", l.precision);
             j.attribute("kernel", l.kernel);
             j.attribute("parallel", l.parallel);
+            j.attribute("barrier_before", l.sync);
             j.attribute("macs", l.macs);
           });
       });
@@ -225,6 +233,8 @@ int qatc::driver::runInspect() {
   llvm::outs() << llvm::format("; %.1f%% of %lld MACs in int8\n",
                                macs ? 100.0 * int8Macs / macs : 0.0,
                                (long long)macs);
+  llvm::outs() << "  threads: " << shared << " layers shared, " << barriers
+               << " barriers between layers\n";
   llvm::outs() << "  kernels:";
   for (auto &[k, n] : kernels)
     llvm::outs() << " " << k << " (" << n << ")";

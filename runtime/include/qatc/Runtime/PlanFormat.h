@@ -27,7 +27,7 @@ namespace qatc::plan {
 inline constexpr char kMagic[8] = {'Q', 'A', 'T', 'C', 'P', 'L', 'N', '\0'};
 /// Bumped whenever the header, the manifest grammar or the layer ABI change.
 /// Version 2: the code segment carries a code record (below).
-inline constexpr uint32_t kFormatVersion = 2;
+inline constexpr uint32_t kFormatVersion = 3;
 /// Segments start at multiples of this (aligned vector loads of weights).
 inline constexpr uint64_t kSegmentAlign = 64;
 
@@ -139,7 +139,11 @@ struct LayerDesc {
   std::string precision; ///< "int8", "fp32", "layout"
   std::string kernel;    ///< e.g. "vnni-conv 6x64", "fp32-conv 6x32"
   bool parallel = false; ///< split across threads (else thread 0 runs it)
-  int64_t macs = 0;      ///< multiply-accumulates (for % of peak)
+  /// The threads meet at a barrier before it: it touches what a layer since
+  /// they last met writes, or writes what such a layer reads (the compiler
+  /// decides: codegen::barriersBefore).
+  bool sync = true;
+  int64_t macs = 0;                 ///< multiply-accumulates (for % of peak)
   std::vector<int> inputs, outputs; ///< indices into Manifest::tensors
   int line = 0;                     ///< the manifest line (errors)
 };
