@@ -6,7 +6,8 @@
 // bound or 0: |y / s| between 1/8 and the bounds plus 2, both signs. Below
 // that, both quotients round to 0; beyond it, both clamp (ExactQuotient.h).
 // The scales are random over eight decades and the significands where
-// reciprocals are hardest (1, 1 + ulp, 2 - ulp, all ones).
+// reciprocals are hardest (1, 1 + ulp, 2 - ulp, all ones). Also the
+// chains' division by a constant (exactReciprocal) over its domain.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,6 +23,7 @@
 #include <vector>
 
 using qatc::codegen::ExactQuotient;
+using qatc::codegen::exactReciprocal;
 
 namespace {
 
@@ -115,4 +117,49 @@ TEST(QuantizeQuotient, InfinitiesClampAndTinyValuesRoundToZero) {
   EXPECT_EQ(std::nearbyint(e->quotient(-INFINITY)), -128);
   EXPECT_EQ(std::nearbyint(e->quotient(1e-38f)), 0);
   EXPECT_EQ(std::nearbyint(e->quotient(-1e-45f)), 0);
+}
+
+// The chains' division by a constant (KB::divide): where exactReciprocal
+// accepts c, the product and two FMAs equal x / c over its whole domain:
+// every significand at random exponents across [2^-100 max(1, |c|),
+// 2^126 min(1, |c|)], both signs, and 0. GELU's sqrt(2) must be accepted,
+// or its projection takes vdivps again.
+TEST(ExactReciprocal, EqualsTheDivisionOverItsDomain) {
+  const float divisors[] = {1.41421354f, -1.41421354f, 3.f,   6.f,
+                            0.1f,        255.f,        1e-3f, 1.17549435e-37f,
+                            7.5e30f};
+  std::mt19937 rng(7);
+  for (float c : divisors) {
+    std::optional<float> z = exactReciprocal(c);
+    ASSERT_TRUE(z) << c;
+    EXPECT_EQ(*z, 1.0f / c);
+    int lo = -100 + std::max(0, std::ilogb(c) + 1),
+        hi = 125 + std::min(0, std::ilogb(c));
+    std::uniform_int_distribution<int> exponent(lo, hi);
+    int64_t bad = 0;
+    for (uint32_t m = 0; m < (1u << 23); m += 7) {
+      uint32_t bits = 0x3f800000u | m;
+      float x;
+      std::memcpy(&x, &bits, 4);
+      x = std::ldexp(x, exponent(rng));
+      for (float v : {x, -x}) {
+        float q0 = v * *z;
+        float q = std::fma(std::fma(q0, -c, v), *z, q0);
+        bad += q != v / c;
+      }
+    }
+    EXPECT_EQ(bad, 0) << c;
+    float q0 = 0.f * *z;
+    EXPECT_EQ(std::fma(std::fma(q0, -c, 0.f), *z, q0), 0.f / c);
+  }
+}
+
+TEST(ExactReciprocal, DivisorsThatAreNotNormalAreRefused) {
+  EXPECT_FALSE(exactReciprocal(0.f));
+  EXPECT_FALSE(exactReciprocal(1e-40f));
+  EXPECT_FALSE(exactReciprocal(INFINITY));
+  EXPECT_FALSE(exactReciprocal(NAN));
+  // The reciprocal of 2^126 is normal; of 2^127, below 2^-126.
+  EXPECT_TRUE(exactReciprocal(0x1p126f));
+  EXPECT_FALSE(exactReciprocal(0x1p127f));
 }

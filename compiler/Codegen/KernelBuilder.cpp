@@ -16,6 +16,7 @@
 
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/Matchers.h"
 #include "llvm/Support/SaveAndRestore.h"
 
 #include <algorithm>
@@ -248,6 +249,29 @@ Value KB::at(int64_t offset, Value index, int64_t elemBytes) {
 
 Value KB::weightsAt(int64_t offset, Value index, int64_t elemBytes) {
   return gep(weights, add(c(offset), mul(index, c(elemBytes))));
+}
+
+Value KB::divide(Value x, Value d) {
+  auto division = [&] { return b.create<arith::DivFOp>(loc, x, d); };
+  FloatAttr cst;
+  DenseElementsAttr splat;
+  float c;
+  if (matchPattern(d, m_Constant(&cst)))
+    c = cst.getValueAsDouble();
+  else if (matchPattern(d, m_Constant(&splat)) && splat.isSplat())
+    c = splat.getSplatValue<float>();
+  else
+    return division();
+  std::optional<float> z =
+      reciprocalDivision ? exactReciprocal(c) : std::nullopt;
+  // Below 2^126 min(1, |c|) no step overflows (ExactQuotient.h).
+  if (!z || !argRange ||
+      std::max(std::abs(argRange->first), std::abs(argRange->second)) >
+          std::ldexp(std::min(1.0, std::abs(double(c))), 126))
+    return division();
+  Value q0 = b.create<arith::MulFOp>(loc, x, floatLike(x.getType(), *z));
+  Value r = b.create<math::FmaOp>(loc, q0, floatLike(x.getType(), -c), x);
+  return b.create<math::FmaOp>(loc, r, floatLike(x.getType(), *z), q0);
 }
 
 Value KB::floatLike(Type like, float v) {

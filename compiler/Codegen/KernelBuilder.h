@@ -211,6 +211,12 @@ public:
   /// within 2.2e-7 of 2^f, and t's rounding costs under 1.5e-8 of the
   /// sigmoid where it is not saturated).
   mlir::Value sigmoid(mlir::Value x);
+  /// x / d. With `reciprocalDivision`, a constant d whose reciprocal
+  /// passes exactReciprocal (ExactQuotient.h) and an operand range
+  /// (argRange) inside its domain's upper bound, a multiplication and two
+  /// FMAs giving the same bits (vdivps issues one every 10 cycles on Intel
+  /// cores; a GELU's x / sqrt(2) took one per 16 outputs); else a division.
+  mlir::Value divide(mlir::Value x, mlir::Value d);
   /// DequantizeLinear of stored u8 `q` (scalar or vector): (q - zp) * scale.
   mlir::Value dequantize(mlir::Value q, int64_t zp, float scale);
 };

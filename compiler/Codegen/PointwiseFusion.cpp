@@ -74,7 +74,9 @@ std::optional<ScalarFn> elementwiseBody(Operation *op) {
       .Case<onnx::AddOp>([](auto) { return binary<arith::AddFOp>(); })
       .Case<onnx::SubOp>([](auto) { return binary<arith::SubFOp>(); })
       .Case<onnx::MulOp>([](auto) { return binary<arith::MulFOp>(); })
-      .Case<onnx::DivOp>([](auto) { return binary<arith::DivFOp>(); })
+      .Case<onnx::DivOp>([](auto) -> ScalarFn {
+        return [](KB &k, ArrayRef<Value> v) { return k.divide(v[0], v[1]); };
+      })
       .Case<onnx::MaxOp>([](auto) { return binary<arith::MaximumFOp>(); })
       .Case<onnx::MinOp>([](auto) { return binary<arith::MinimumFOp>(); })
       .Case<onnx::ModOp>([](auto) { return binary<arith::RemFOp>(); })

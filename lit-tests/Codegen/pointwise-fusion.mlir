@@ -3,7 +3,8 @@
 // epilogue (the layer's kernel name lists the chain), a chain no producer
 // can take is one map layer, and a value used outside the chain stops it.
 //
-// RUN: qatc-opt %s --split-input-file --qat-lower --qat-layer-functions=target-cpu=avx512vnni | FileCheck %s
+// RUN: qatc-opt %s --split-input-file --qat-lower --qat-layer-functions=target-cpu=avx512vnni | FileCheck %s --check-prefixes=CHECK,VNNI
+// RUN: qatc-opt %s --split-input-file --qat-lower --qat-layer-functions=target-cpu=amx | FileCheck %s --check-prefix=AMX
 
 // SiLU between an int8 convolution and the next QuantizeLinear: one layer,
 // no fp32 tensor in between.
@@ -457,4 +458,46 @@ func.func @projection_residual(%x: tensor<1x8x32xf32>) -> tensor<1x8x32xf32> {
   %dq2 = onnx.DequantizeLinear(%q2, %so, %z) : (tensor<1x8x32xi8>, tensor<f32>, tensor<i8>) -> tensor<1x8x32xf32>
   %a = onnx.Add(%dq, %dq2) : (tensor<1x8x32xf32>, tensor<1x8x32xf32>) -> tensor<1x8x32xf32>
   return %a : tensor<1x8x32xf32>
+}
+
+// -----
+
+// An int8 convolution's GELU: the accumulator bounds the chain's input, so
+// with reciprocal divisions (amx; Intel hosts) x / sqrt(2) is a product
+// and two FMAs that give the division's bits (exactReciprocal), not
+// vdivps; avx512vnni keeps the division.
+// AMX: qatc.kernel = "vnni-conv {{[0-9]+}}x{{[0-9]+}} +div+erf+add+mul+mul+quantize"
+// AMX-NOT: arith.divf
+// AMX: %[[Z:.*]] = arith.constant dense<0.707106769>
+// AMX: %[[Q0:.*]] = arith.mulf %[[X:.*]], %[[Z]]
+// AMX: %[[R:.*]] = math.fma %[[Q0]], %{{.*}}, %[[X]]
+// AMX: %[[Q:.*]] = math.fma %[[R]], %{{.*}}, %[[Q0]]
+// AMX: math.erf %[[Q]]
+// AMX: func.func @qatc_layer_2(
+// VNNI: qatc.kernel = "vnni-conv {{[0-9]+}}x{{[0-9]+}} +div+erf+add+mul+mul+quantize"
+// VNNI: arith.divf
+// VNNI: math.erf
+// VNNI: func.func @qatc_layer_2(
+func.func @gelu_int8(%x: tensor<1x64x6x6xf32>) -> tensor<1x48x6x6xf32> {
+  %s = onnx.Constant dense<0.05> : tensor<f32>
+  %z = onnx.Constant dense<0> : tensor<i8>
+  %so = onnx.Constant dense<0.1> : tensor<f32>
+  %ws = onnx.Constant dense<0.01> : tensor<48xf32>
+  %wz = onnx.Constant dense<0> : tensor<48xi8>
+  %wq = onnx.Constant dense<3> : tensor<48x64x1x1xi8>
+  %sq2 = onnx.Constant dense<1.41421354> : tensor<f32>
+  %one = onnx.Constant dense<1.0> : tensor<f32>
+  %half = onnx.Constant dense<0.5> : tensor<f32>
+  %q = onnx.QuantizeLinear(%x, %s, %z) : (tensor<1x64x6x6xf32>, tensor<f32>, tensor<i8>) -> tensor<1x64x6x6xi8>
+  %dq = onnx.DequantizeLinear(%q, %s, %z) : (tensor<1x64x6x6xi8>, tensor<f32>, tensor<i8>) -> tensor<1x64x6x6xf32>
+  %w = onnx.DequantizeLinear(%wq, %ws, %wz) {axis = 0 : i64} : (tensor<48x64x1x1xi8>, tensor<48xf32>, tensor<48xi8>) -> tensor<48x64x1x1xf32>
+  %c = onnx.Conv(%dq, %w) {kernel_shape = array<i64: 1, 1>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : (tensor<1x64x6x6xf32>, tensor<48x64x1x1xf32>) -> tensor<1x48x6x6xf32>
+  %d = onnx.Div(%c, %sq2) : (tensor<1x48x6x6xf32>, tensor<f32>) -> tensor<1x48x6x6xf32>
+  %e = onnx.Erf(%d) : (tensor<1x48x6x6xf32>) -> tensor<1x48x6x6xf32>
+  %a = onnx.Add(%e, %one) : (tensor<1x48x6x6xf32>, tensor<f32>) -> tensor<1x48x6x6xf32>
+  %m = onnx.Mul(%c, %a) : (tensor<1x48x6x6xf32>, tensor<1x48x6x6xf32>) -> tensor<1x48x6x6xf32>
+  %g = onnx.Mul(%m, %half) : (tensor<1x48x6x6xf32>, tensor<f32>) -> tensor<1x48x6x6xf32>
+  %q2 = onnx.QuantizeLinear(%g, %so, %z) : (tensor<1x48x6x6xf32>, tensor<f32>, tensor<i8>) -> tensor<1x48x6x6xi8>
+  %y = onnx.DequantizeLinear(%q2, %so, %z) : (tensor<1x48x6x6xi8>, tensor<f32>, tensor<i8>) -> tensor<1x48x6x6xf32>
+  return %y : tensor<1x48x6x6xf32>
 }

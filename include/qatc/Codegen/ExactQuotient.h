@@ -73,6 +73,17 @@ struct ExactQuotient {
   }
 };
 
+/// A division by the constant `c` without vdivps: q0 = RN(x * z) with
+/// z = RN(1 / c), r = x - q0 * c exactly (an FMA), q = RN(q0 + r * z).
+/// Returns z where q = RN(x / c) for every f32 x with |x| in
+/// [2^-100 max(1, |c|), 2^126 min(1, |c|)] (and x = 0): there each value
+/// is a power of two times the same computation on x's significand, so
+/// every significand in [1, 2) is checked against the division (once per
+/// c, about 40 ms). Below that range q lies within ulps of a quotient
+/// under 2^-100, which no quantization tells from the exact one. nullopt
+/// where a significand differs, or c is not a normal number.
+std::optional<float> exactReciprocal(float c);
+
 } // namespace qatc::codegen
 
 #endif // QATC_CODEGEN_EXACTQUOTIENT_H
