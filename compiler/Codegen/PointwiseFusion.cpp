@@ -168,7 +168,9 @@ std::optional<ScalarFn> elementwiseBody(Operation *op) {
           return k.b.create<arith::DivFOp>(k.loc, fconst(k, v[0], 1.f), v[0]);
         };
       })
-      .Case<onnx::ErfOp>([](auto) { return unary<math::ErfOp>(); })
+      .Case<onnx::ErfOp>([](auto) -> ScalarFn {
+        return [](KB &k, ArrayRef<Value> v) { return k.erf(v[0]); };
+      })
       .Case<onnx::TanhOp>([](auto) { return unary<math::TanhOp>(); })
       .Case<onnx::ExpOp>([](auto) -> ScalarFn {
         return [](KB &k, ArrayRef<Value> v) { return k.exp(v[0]); };

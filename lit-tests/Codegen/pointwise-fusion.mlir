@@ -465,18 +465,23 @@ func.func @projection_residual(%x: tensor<1x8x32xf32>) -> tensor<1x8x32xf32> {
 // An int8 convolution's GELU: the accumulator bounds the chain's input, so
 // with reciprocal divisions (amx; Intel hosts) x / sqrt(2) is a product
 // and two FMAs that give the division's bits (exactReciprocal), not
-// vdivps; avx512vnni keeps the division.
+// vdivps; avx512vnni keeps the division. On AVX-512 erf is KB::erf: each
+// coefficient picked per lane's interval by vpermps, no division.
 // AMX: qatc.kernel = "vnni-conv {{[0-9]+}}x{{[0-9]+}} +div+erf+add+mul+mul+quantize"
 // AMX-NOT: arith.divf
 // AMX: %[[Z:.*]] = arith.constant dense<0.707106769>
 // AMX: %[[Q0:.*]] = arith.mulf %[[X:.*]], %[[Z]]
 // AMX: %[[R:.*]] = math.fma %[[Q0]], %{{.*}}, %[[X]]
 // AMX: %[[Q:.*]] = math.fma %[[R]], %{{.*}}, %[[Q0]]
-// AMX: math.erf %[[Q]]
+// AMX: %[[L:.*]] = vector.extract_strided_slice %[[Q]] {offsets = [0], sizes = [16]
+// AMX: math.absf %[[L]]
+// AMX: llvm.x86.avx512.permvar.sf.512
+// AMX-NOT: arith.divf
+// AMX: math.copysign %{{.*}}, %[[L]]
 // AMX: func.func @qatc_layer_2(
 // VNNI: qatc.kernel = "vnni-conv {{[0-9]+}}x{{[0-9]+}} +div+erf+add+mul+mul+quantize"
 // VNNI: arith.divf
-// VNNI: math.erf
+// VNNI: llvm.x86.avx512.permvar.sf.512
 // VNNI: func.func @qatc_layer_2(
 func.func @gelu_int8(%x: tensor<1x64x6x6xf32>) -> tensor<1x48x6x6xf32> {
   %s = onnx.Constant dense<0.05> : tensor<f32>
