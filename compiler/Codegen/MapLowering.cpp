@@ -1065,55 +1065,90 @@ LogicalResult GraphLowering::lowerLayerNorm(onnx::LayerNormalizationOp op) {
         int64_t xo = tensors[in].desc.offset, yo = O.desc.offset;
         int64_t chunks = (n + 15) / 16, oes = O.int8 ? 1 : 4;
         auto [b0, e0] = k.share(rows);
-        k.loop(b0, e0, 1, [&](Value r) {
-          Value base = k.mul(r, k.c(n));
-          auto col = [&](Value c) { return k.mul(c, k.c(16)); };
-          auto mask = [&](Value c) { return k.channelMask(col(c), n, 16); };
-          auto x = [&](Value c, Value fill) {
-            return k.maskedLoad(vf, k.at(xo, k.add(base, col(c)), 4), mask(c),
-                                fill);
+        auto col = [&](Value c) { return k.mul(c, k.c(16)); };
+        auto mask = [&](Value c) { return k.channelMask(col(c), n, 16); };
+        Value zero = k.splatF(0.f, 16);
+        // Rows `rs` together, each phase for all of them: a row alone is a
+        // chain of dependent steps (the lane sums, their horizontal add,
+        // the division, the square root), about 200 cycles for 128
+        // floats; four rows' chains overlap. Each row's arithmetic is the
+        // one-row order, so the bits are the same.
+        auto rowsAt = [&](ArrayRef<Value> rs) {
+          const size_t g = rs.size();
+          SmallVector<Value> base;
+          for (Value r : rs)
+            base.push_back(k.mul(r, k.c(n)));
+          auto x = [&](size_t i, Value c, Value fill) {
+            return k.maskedLoad(vf, k.at(xo, k.add(base[i], col(c)), 4),
+                                mask(c), fill);
           };
-          auto sum = [&](function_ref<Value(Value)> term) {
-            Value lanes =
-                k.loop(k.c(0), k.c(chunks), 1, ValueRange{k.splatF(0.f, 16)},
+          // Lane sums of term(row, chunk) per row, then each row's total.
+          auto sums = [&](function_ref<Value(size_t, Value)> term) {
+            SmallVector<Value> init(g, zero);
+            SmallVector<Value> lanes =
+                k.loop(k.c(0), k.c(chunks), 1, init,
                        [&](Value c, ValueRange a) -> SmallVector<Value> {
-                         return {b.create<arith::AddFOp>(k.loc, a[0], term(c))};
-                       })[0];
-            return k.reduceLanes(lanes);
+                         SmallVector<Value> next;
+                         for (size_t i = 0; i < g; ++i)
+                           next.push_back(b.create<arith::AddFOp>(k.loc, a[i],
+                                                                  term(i, c)));
+                         return next;
+                       });
+            SmallVector<Value> total;
+            for (Value l : lanes)
+              total.push_back(k.reduceLanes(l));
+            return total;
           };
-          Value zero = k.splatF(0.f, 16);
-          Value mean = b.create<arith::DivFOp>(
-              k.loc, sum([&](Value c) { return x(c, zero); }), k.cf(float(n)));
-          Value meanV = k.splat(mean, 16);
+          SmallVector<Value> meanV, inv;
+          for (Value s : sums([&](size_t i, Value c) { return x(i, c, zero); }))
+            meanV.push_back(
+                k.splat(b.create<arith::DivFOp>(k.loc, s, k.cf(float(n))), 16));
           // Masked-off lanes load the mean: their deviation is 0.
-          Value var = b.create<arith::DivFOp>(
-              k.loc, sum([&](Value c) -> Value {
-                Value d = b.create<arith::SubFOp>(k.loc, x(c, meanV), meanV);
-                return b.create<arith::MulFOp>(k.loc, d, d);
-              }),
-              k.cf(float(n)));
-          Value inv = k.splat(
-              b.create<arith::DivFOp>(
-                  k.loc, k.cf(1.f),
-                  b.create<math::SqrtOp>(
-                      k.loc, b.create<arith::AddFOp>(k.loc, var, k.cf(eps)))),
-              16);
+          for (Value s : sums([&](size_t i, Value c) -> Value {
+                 Value d = b.create<arith::SubFOp>(k.loc, x(i, c, meanV[i]),
+                                                   meanV[i]);
+                 return b.create<arith::MulFOp>(k.loc, d, d);
+               })) {
+            Value var = b.create<arith::DivFOp>(k.loc, s, k.cf(float(n)));
+            inv.push_back(k.splat(
+                b.create<arith::DivFOp>(
+                    k.loc, k.cf(1.f),
+                    b.create<math::SqrtOp>(
+                        k.loc, b.create<arith::AddFOp>(k.loc, var, k.cf(eps)))),
+                16));
+          }
           k.loop(k.c(0), k.c(chunks), 1, [&](Value c) {
             Value m = mask(c);
             auto param = [&](int64_t off) {
               return k.maskedLoad(vf, k.weightsAt(off, col(c), 4), m, zero);
             };
-            Value y = b.create<arith::MulFOp>(
-                k.loc, b.create<arith::SubFOp>(k.loc, x(c, zero), meanV), inv);
-            y = b.create<arith::MulFOp>(k.loc, y, param(scaleOff));
-            y = b.create<arith::AddFOp>(k.loc, y, param(biasOff));
-            if (chain)
-              y = chain->run(k, {y}, param);
-            if (O.int8)
-              y = k.quantize(y, O.scale, O.zp, O.qmin, O.qmax);
-            k.maskedStore(y, k.at(yo, k.add(base, col(c)), oes), m);
+            Value gamma = param(scaleOff), beta = param(biasOff);
+            for (size_t i = 0; i < g; ++i) {
+              Value y = b.create<arith::MulFOp>(
+                  k.loc,
+                  b.create<arith::SubFOp>(k.loc, x(i, c, zero), meanV[i]),
+                  inv[i]);
+              y = b.create<arith::MulFOp>(k.loc, y, gamma);
+              y = b.create<arith::AddFOp>(k.loc, y, beta);
+              if (chain)
+                y = chain->run(k, {y}, param);
+              if (O.int8)
+                y = k.quantize(y, O.scale, O.zp, O.qmin, O.qmax);
+              k.maskedStore(y, k.at(yo, k.add(base[i], col(c)), oes), m);
+            }
           });
+        };
+        constexpr int64_t kGroup = 4;
+        Value groups = k.div(k.sub(e0, b0), k.c(kGroup));
+        Value rest = k.add(b0, k.mul(groups, k.c(kGroup)));
+        k.loop(k.c(0), groups, 1, [&](Value gi) {
+          Value r0 = k.add(b0, k.mul(gi, k.c(kGroup)));
+          SmallVector<Value> rs;
+          for (int64_t i = 0; i < kGroup; ++i)
+            rs.push_back(k.add(r0, k.c(i)));
+          rowsAt(rs);
         });
+        k.loop(rest, e0, 1, [&](Value r) { rowsAt({r}); });
       });
   return success();
 }

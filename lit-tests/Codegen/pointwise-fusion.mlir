@@ -344,6 +344,9 @@ func.func @batchnorm(%x: tensor<1x8x6x6xf32>) -> tensor<1x16x6x6xf32> {
 // The row's 20 elements are a whole vector and a masked one of 4.
 // CHECK-LABEL: func.func @qatc_layer_0(
 // CHECK-SAME: qatc.kernel = "fp32-layernorm+mul+quantize"
+// Four rows at a time, each phase (the lane sums, ...) for all four: one
+// row's steps depend on each other, four rows' overlap.
+// CHECK: scf.for {{.*}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
 // The sums add halves of the lane vector (16 -> 8 -> 4 -> 2 -> 1), not the
 // 16 lanes one after another (LLVM's ordered vector.reduce.fadd).
 // CHECK-NOT: vector.reduction
