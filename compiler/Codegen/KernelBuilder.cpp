@@ -1389,10 +1389,9 @@ void qatc::codegen::emitDenseConv(KB &k, Isa isa, const DenseConvSpec &s) {
     // between 2 threads (a 7x7 map's 49 pixels 30 / 19): in the
     // transformer's GELU projection thread 1 took 20.3 us to thread 0's
     // 18.3, and now both 19.6. Also tried: any tile size (a version each),
-    // the rows past a range's
-    // whole tiles as one small tile (32 = 5 x 6 + 2: its 8 accumulators
-    // wait on each vpdpbusd), and the middle tile's blocks split between
-    // the threads (20-22 us each).
+    // the rows past a range's whole tiles as one small tile (32 = 5 x 6 +
+    // 2: its 8 accumulators wait on each vpdpbusd), and the middle tile's
+    // blocks split between the threads (20-22 us each).
     auto [begin, end] = k.share(P);
     Value len = k.sub(end, begin);
     Value n = k.div(k.add(len, k.c(s.MR - 1)), k.c(s.MR));

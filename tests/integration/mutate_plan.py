@@ -145,6 +145,8 @@ TARGETED = [
      "where the code has"),
     ("a dropped layer", lambda t: replace_line(t, "layer ", lambda l: ""),
      "layers in the manifest"),
+    ("a barrier flag that is not 0 or 1", lambda t: replace_line(
+        t, "layer ", field(7, "2")), "malformed layer"),
     ("an input of another shape", lambda t: replace_line(
         t, "tensor 0 ", field(4, "1x1x4x4")), "not those the code was"),
     ("an input of another type", lambda t: replace_line(
