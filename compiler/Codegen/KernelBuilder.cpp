@@ -1380,61 +1380,60 @@ void qatc::codegen::emitDenseConv(KB &k, Isa isa, const DenseConvSpec &s) {
       mr = k.select(k.lt(k.add(p0, k.c(s.MR - 1)), k.c(P)), mr, k.c(tail));
     return {p0, mr};
   };
-  if (evenSplit) {
-    // Each thread an equal range of pixels, every block over it (the blocks
-    // outermost, so a block's weights stay cached across the range), in
-    // n = ceil(range / MR) tiles of MR and MR - 1 pixels where the range
-    // has at least n (MR - 1), else in whole tiles of the map. Whole tiles
-    // to each thread split attention's 64 rows in 6-row tiles 30 / 34
-    // between 2 threads (a 7x7 map's 49 pixels 30 / 19): in the
-    // transformer's GELU projection thread 1 took 20.3 us to thread 0's
-    // 18.3, and now both 19.6. Also tried: any tile size (a version each),
-    // the rows past a range's whole tiles as one small tile (32 = 5 x 6 +
-    // 2: its 8 accumulators wait on each vpdpbusd), and the middle tile's
-    // blocks split between the threads (20-22 us each).
-    auto [begin, end] = k.share(P);
-    Value len = k.sub(end, begin);
-    Value n = k.div(k.add(len, k.c(s.MR - 1)), k.c(s.MR));
-    // Every thread's range (P / threads pixels, rounded down or up) must
-    // hold its n tiles of at least MR - 1: the threads choose alike.
-    auto evenly = [&](Value pixels) {
-      Value tilesOf = k.div(k.add(pixels, k.c(s.MR - 1)), k.c(s.MR));
-      return k.b.create<arith::CmpIOp>(k.loc, arith::CmpIPredicate::sge, pixels,
-                                       k.mul(tilesOf, k.c(s.MR - 1)));
+  if (s.splitPixels) {
+    // Each thread a range of the map's tiles, every block over it (the
+    // blocks outermost, so a block's weights stay cached across the range).
+    std::pair<Value, Value> share = k.share(tiles);
+    Value first = share.first, count = k.sub(share.second, share.first);
+    // Tile i of the thread's range: its first pixel and size.
+    std::function<std::pair<Value, Value>(Value)> tileOfRange = [&](Value i) {
+      return tileAt(k.add(first, i));
     };
-    // One thread keeps the whole tiles (its range is the map).
-    Value even =
-        k.andi(k.lt(k.c(1), k.nthreads),
-               k.andi(evenly(k.div(k.c(P), k.nthreads)),
-                      evenly(k.div(k.add(k.c(P), k.sub(k.nthreads, k.c(1))),
-                                   k.nthreads))));
-    // The whole tiles' alternative.
-    auto [tb, te] = k.share(tiles);
-    Value count = k.select(even, n, k.sub(te, tb));
-    // Evenly: the first r tiles hold MR pixels, the others MR - 1.
-    Value r = k.sub(len, k.mul(n, k.c(s.MR - 1)));
-    planPrefetch(k.b.create<arith::MaxSIOp>(k.loc, count, k.c(1)));
-    k.loop(k.c(0), k.c(blocks), 1, [&](Value blk) {
-      k.loop(k.c(0), count, 1, [&](Value i) {
+    Value begin, even, r;
+    if (evenSplit) {
+      // Or an equal range of pixels, in n = ceil(range / MR) tiles of MR
+      // and MR - 1 pixels where the range has at least n (MR - 1). Whole
+      // tiles to each thread split attention's 64 rows in 6-row tiles 30 /
+      // 34 between 2 threads (a 7x7 map's 49 pixels 30 / 19): in the
+      // transformer's GELU projection thread 1 took 20.3 us to thread 0's
+      // 18.3, and now both 19.6. Also tried: any tile size (a version
+      // each), the rows past a range's whole tiles as one small tile (32 =
+      // 5 x 6 + 2: its 8 accumulators wait on each vpdpbusd), and the
+      // middle tile's blocks split between the threads (20-22 us each).
+      auto [pb, pe] = k.share(P);
+      begin = pb;
+      Value len = k.sub(pe, pb);
+      Value n = k.div(k.add(len, k.c(s.MR - 1)), k.c(s.MR));
+      // Every thread's range (P / threads pixels, rounded down or up) must
+      // hold its n tiles of at least MR - 1: the threads choose alike.
+      auto evenly = [&](Value pixels) {
+        Value tilesOf = k.div(k.add(pixels, k.c(s.MR - 1)), k.c(s.MR));
+        return k.b.create<arith::CmpIOp>(k.loc, arith::CmpIPredicate::sge,
+                                         pixels, k.mul(tilesOf, k.c(s.MR - 1)));
+      };
+      // One thread keeps the whole tiles (its range is the map).
+      even =
+          k.andi(k.lt(k.c(1), k.nthreads),
+                 k.andi(evenly(k.div(k.c(P), k.nthreads)),
+                        evenly(k.div(k.add(k.c(P), k.sub(k.nthreads, k.c(1))),
+                                     k.nthreads))));
+      count = k.select(even, n, count);
+      // Evenly: the first r tiles hold MR pixels, the others MR - 1.
+      r = k.sub(len, k.mul(n, k.c(s.MR - 1)));
+      tileOfRange = [&](Value i) -> std::pair<Value, Value> {
         Value longer = k.lt(i, r);
         Value ep0 = k.add(
             begin, k.add(k.mul(i, k.c(s.MR - 1)), k.select(longer, i, r)));
         Value emr = k.select(longer, k.c(s.MR), k.c(s.MR - 1));
-        auto [wp0, wmr] = tileAt(k.add(tb, i));
-        sized(blk, k.select(even, ep0, wp0), i, k.select(even, emr, wmr));
-      });
-    });
-    return;
-  }
-  if (s.splitPixels) {
-    // Each thread a range of tiles, every block over it (the blocks
-    // outermost, so a block's weights stay cached across the range).
-    auto [begin, end] = k.share(tiles);
-    planPrefetch(k.b.create<arith::MaxSIOp>(k.loc, k.sub(end, begin), k.c(1)));
+        auto [wp0, wmr] = tileAt(k.add(first, i));
+        return {k.select(even, ep0, wp0), k.select(even, emr, wmr)};
+      };
+    }
+    planPrefetch(k.b.create<arith::MaxSIOp>(k.loc, count, k.c(1)));
     k.loop(k.c(0), k.c(blocks), 1, [&](Value blk) {
-      k.loop(begin, end, 1, [&](Value t) {
-        auto [p0, mr] = tileAt(t);
-        sized(blk, p0, k.sub(t, begin), mr);
+      k.loop(k.c(0), count, 1, [&](Value i) {
+        auto [p0, mr] = tileOfRange(i);
+        sized(blk, p0, i, mr);
       });
     });
     return;
