@@ -221,7 +221,8 @@ void runCase(benchmark::State &state, const Case &c, const char *target) {
   auto t0 = std::chrono::steady_clock::now();
   for (auto _ : state) {
     for (qatc::plan::LayerFn fn : fns)
-      fn(arena, plan->weights(), 0, 1);
+      fn(arena, plan->weights(),
+         qatc::plan::packShare(0, qatc::plan::kShareOne), 1);
     benchmark::ClobberMemory();
   }
   double seconds =

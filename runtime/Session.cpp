@@ -8,7 +8,9 @@
 // layer reads (the manifest's flag: codegen::barriersBefore), and after the
 // last shared layer. Thread 0 alone runs the small layers; a run of them
 // needs no barrier between them. An OS sleep between layers
-// would cost tens of microseconds, more than many layers take.
+// would cost tens of microseconds, more than many layers take. Each thread
+// times its shared layers, and after the run the shares move toward those
+// times (ShareBalancer).
 //
 //===----------------------------------------------------------------------===//
 
@@ -43,6 +45,13 @@ struct Session::Workers {
   std::atomic<int> arrived{0};
   std::atomic<uint64_t> phase{0};
   int count = 1;
+  /// Each thread's time in each shared layer of the run (clock ticks),
+  /// written by that thread before the threads last meet, read by thread 0
+  /// after; a thread's own lines.
+  struct alignas(64) Busy {
+    std::vector<uint64_t> ticks;
+  };
+  std::vector<Busy> busy;
 
   void barrier() {
     uint64_t myPhase = phase.load(std::memory_order_acquire);
@@ -64,12 +73,16 @@ struct Session::Workers {
 
 Session::Session(const Plan &plan, int threads)
     : plan_(plan), threads_(threads < 1 ? 1 : threads),
+      balancers_(plan.manifest().layers.size(), ShareBalancer(threads_)),
       workers_(std::make_unique<Workers>()) {
   size_t bytes = (plan.manifest().arenaBytes + 63) / 64 * 64;
   arena_ = static_cast<uint8_t *>(std::aligned_alloc(64, bytes ? bytes : 64));
   std::memset(arena_, 0, bytes);
   layerSeconds_.assign(plan.manifest().layers.size(), 0.0);
   workers_->count = threads_;
+  workers_->busy.resize(threads_);
+  for (Workers::Busy &b : workers_->busy)
+    b.ticks.assign(balancers_.size(), 0);
   for (int t = 1; t < threads_; ++t)
     workers_->threads.emplace_back([this, t] {
       Workers &w = *workers_;
@@ -144,10 +157,26 @@ void Session::writeInputs(int tid) {
   }
 }
 
+namespace {
+
+/// A cheap clock for the threads' busy times: only ratios are used.
+uint64_t ticks() {
+#if defined(__x86_64__)
+  return __rdtsc();
+#else
+  return std::chrono::steady_clock::now().time_since_epoch().count();
+#endif
+}
+
+} // namespace
+
 void Session::runLayers(int tid) {
   const plan::Manifest &m = plan_.manifest();
   const uint8_t *weights = plan_.weights();
   using Clock = std::chrono::steady_clock;
+  // Thread 0 moves the shares between runs only.
+  const bool timed = threads_ > 1 && !fixedShares_;
+  std::vector<uint64_t> &busy = workers_->busy[tid].ticks;
   writeInputs(tid);
   if (threads_ > 1)
     workers_->barrier();
@@ -155,10 +184,18 @@ void Session::runLayers(int tid) {
   // Whether a shared layer ran since the threads last met.
   bool shared = false;
   for (size_t i = 0; i < m.layers.size(); ++i) {
-    if (m.layers[i].parallel)
-      plan_.layerFunction(i)(arena_, weights, tid, threads_);
-    else if (tid == 0)
-      plan_.layerFunction(i)(arena_, weights, 0, 1);
+    if (m.layers[i].parallel) {
+      const ShareBalancer &b = balancers_[i];
+      uint64_t start = timed ? ticks() : 0;
+      plan_.layerFunction(i)(arena_, weights,
+                             plan::packShare(b.bound(tid), b.bound(tid + 1)),
+                             threads_);
+      if (timed)
+        busy[i] = ticks() - start;
+    } else if (tid == 0) {
+      plan_.layerFunction(i)(arena_, weights,
+                             plan::packShare(0, plan::kShareOne), 1);
+    }
     shared |= m.layers[i].parallel;
     // Threads meet where the next layer touches what a layer since they
     // last met writes, or writes what such a layer reads (the manifest's
@@ -209,7 +246,17 @@ bool Session::run(const std::vector<const void *> &inputs,
   }
   runLayers(0);
   // Workers touch the arena only in shared layers, and the threads meet
-  // after the last one: they are done with it here.
+  // after the last one: they are done with it here, and with their times.
+  if (threads_ > 1 && !fixedShares_) {
+    std::vector<double> busy(threads_);
+    for (size_t i = 0; i < balancers_.size(); ++i) {
+      if (!m.layers[i].parallel)
+        continue;
+      for (int t = 0; t < threads_; ++t)
+        busy[t] = static_cast<double>(workers_->busy[t].ticks[i]);
+      balancers_[i].update(busy);
+    }
+  }
   for (size_t i = 0; i < outputs.size(); ++i)
     if (outputs[i])
       readTensor(m.tensors[m.outputs[i]], arena_, outputs[i]);
@@ -303,4 +350,12 @@ void qatc::rt::writeTensor(const plan::TensorDesc &t, const void *in,
                            uint8_t *arena) {
   copyTensor(t, arena, static_cast<uint8_t *>(const_cast<void *>(in)),
              /*toArena=*/true);
+}
+
+bool Session::setShares(const std::vector<double> &shares, std::string &error) {
+  for (ShareBalancer &b : balancers_)
+    if (!b.fix(shares, error))
+      return false;
+  fixedShares_ = true;
+  return true;
 }

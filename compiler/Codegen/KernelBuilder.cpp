@@ -17,6 +17,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Matchers.h"
+#include "qatc/Runtime/PlanFormat.h"
 #include "llvm/Support/SaveAndRestore.h"
 
 #include <algorithm>
@@ -25,15 +26,17 @@
 using namespace mlir;
 using namespace qatc::codegen;
 
-KB::KB(OpBuilder &b, Location loc, Value arena, Value weights, Value tid,
+KB::KB(OpBuilder &b, Location loc, Value arena, Value weights, Value share,
        Value nthreads)
-    : b(b), loc(loc), arena(arena), weights(weights), tid(tid),
-      nthreads(nthreads) {
+    : b(b), loc(loc), arena(arena), weights(weights), nthreads(nthreads) {
   i8 = b.getI8Type();
   i32 = b.getI32Type();
   i64 = b.getI64Type();
   f32 = b.getF32Type();
   ptr = LLVM::LLVMPointerType::get(b.getContext());
+  // plan::packShare.
+  shareLo = b.create<arith::AndIOp>(loc, share, c(0xffffffff));
+  shareHi = b.create<arith::ShRUIOp>(loc, share, c(32));
 }
 
 Value KB::c(int64_t v) { return b.create<arith::ConstantIntOp>(loc, v, 64); }
@@ -216,11 +219,13 @@ KB::loop(Value lb, Value ub, int64_t step, ValueRange init,
   return SmallVector<Value>(op.getResults());
 }
 
+Value KB::shareItem(Value at, int64_t total) {
+  // Exact in i64: at <= kShareOne = 2^16, and no layer has 2^47 items.
+  return b.create<arith::DivUIOp>(loc, mul(at, c(total)), c(plan::kShareOne));
+}
+
 std::pair<Value, Value> KB::share(int64_t total) {
-  Value t = c(total);
-  Value begin = div(mul(tid, t), nthreads);
-  Value end = div(mul(add(tid, c(1)), t), nthreads);
-  return {begin, end};
+  return {shareItem(shareLo, total), shareItem(shareHi, total)};
 }
 
 std::pair<Value, Value> KB::share(int64_t total, int64_t weight,
@@ -229,10 +234,10 @@ std::pair<Value, Value> KB::share(int64_t total, int64_t weight,
     return share(total);
   const int64_t full = total - lastCount, fullWeight = full * weight;
   const int64_t sum = fullWeight + lastCount * lastWeight;
-  // The first item of thread t's share: where the weight before it is
-  // nearest t / threads of the sum.
-  auto first = [&](Value t) {
-    Value target = div(mul(t, c(sum)), nthreads);
+  // The first item of the share from boundary `at`: where the weight before
+  // it is nearest that part of the sum.
+  auto first = [&](Value at) {
+    Value target = shareItem(at, sum);
     Value inFull = div(add(target, c(weight / 2)), c(weight));
     Value inLast =
         add(c(full), div(add(sub(target, c(fullWeight)), c(lastWeight / 2)),
@@ -240,7 +245,7 @@ std::pair<Value, Value> KB::share(int64_t total, int64_t weight,
     Value item = select(lt(target, c(fullWeight)), inFull, inLast);
     return b.create<arith::MinSIOp>(loc, item, c(total)).getResult();
   };
-  return {first(tid), first(add(tid, c(1)))};
+  return {first(shareLo), first(shareHi)};
 }
 
 Value KB::at(int64_t offset, Value index, int64_t elemBytes) {
@@ -1391,40 +1396,42 @@ void qatc::codegen::emitDenseConv(KB &k, Isa isa, const DenseConvSpec &s) {
     };
     Value begin, even, r;
     if (evenSplit) {
-      // Or an equal range of pixels, in n = ceil(range / MR) tiles of MR
-      // and MR - 1 pixels where the range has at least n (MR - 1). Whole
-      // tiles to each thread split attention's 64 rows in 6-row tiles 30 /
-      // 34 between 2 threads (a 7x7 map's 49 pixels 30 / 19): in the
-      // transformer's GELU projection thread 1 took 20.3 us to thread 0's
-      // 18.3, and now both 19.6. Also tried: any tile size (a version
-      // each), the rows past a range's whole tiles as one small tile (32 =
-      // 5 x 6 + 2: its 8 accumulators wait on each vpdpbusd), and the
-      // middle tile's blocks split between the threads (20-22 us each).
-      auto [pb, pe] = k.share(P);
-      begin = pb;
-      Value len = k.sub(pe, pb);
+      // Or the thread's range of pixels, in n = ceil(range / MR) tiles of
+      // MR and MR - 1 pixels. Whole tiles to each thread split attention's
+      // 64 rows in 6-row tiles 30 / 34 between 2 threads (a 7x7 map's 49
+      // pixels 30 / 19): in the transformer's GELU projection thread 1 took
+      // 20.3 us to thread 0's 18.3, and now both 19.6. Also tried: any tile
+      // size (a version each), the rows past a range's whole tiles as one
+      // small tile (32 = 5 x 6 + 2: its 8 accumulators wait on each
+      // vpdpbusd), and the middle tile's blocks split between the threads
+      // (20-22 us each).
+      Value rangeEnd;
+      std::tie(begin, rangeEnd) = k.share(P);
+      Value len = k.sub(rangeEnd, begin);
       Value n = k.div(k.add(len, k.c(s.MR - 1)), k.c(s.MR));
-      // Every thread's range (P / threads pixels, rounded down or up) must
-      // hold its n tiles of at least MR - 1: the threads choose alike.
-      auto evenly = [&](Value pixels) {
-        Value tilesOf = k.div(k.add(pixels, k.c(s.MR - 1)), k.c(s.MR));
-        return k.b.create<arith::CmpIOp>(k.loc, arith::CmpIPredicate::sge,
-                                         pixels, k.mul(tilesOf, k.c(s.MR - 1)));
-      };
-      // One thread keeps the whole tiles (its range is the map).
-      even =
-          k.andi(k.lt(k.c(1), k.nthreads),
-                 k.andi(evenly(k.div(k.c(P), k.nthreads)),
-                        evenly(k.div(k.add(k.c(P), k.sub(k.nthreads, k.c(1))),
-                                     k.nthreads))));
+      // The threads must choose alike, and a share may be as small as
+      // P / (2 threads) pixels (plan::LayerFn): from P >= 2 MR threads
+      // every range holds at least MR - 1. One thread keeps the whole
+      // tiles (its range is the map).
+      even = k.andi(
+          k.lt(k.c(1), k.nthreads),
+          k.b.create<arith::CmpIOp>(k.loc, arith::CmpIPredicate::sge, k.c(P),
+                                    k.mul(k.nthreads, k.c(2 * s.MR))));
       count = k.select(even, n, count);
-      // Evenly: the first r tiles hold MR pixels, the others MR - 1.
-      r = k.sub(len, k.mul(n, k.c(s.MR - 1)));
+      // The first r tiles hold MR pixels, the others MR - 1. A range too
+      // short for that (r < 0: 13 pixels in tiles of 6 and 5) takes n
+      // tiles of MR - 1, the last ending where the range does: the pixels
+      // they overlap are computed twice, by this thread.
+      r = k.b.create<arith::MaxSIOp>(k.loc, k.sub(len, k.mul(n, k.c(s.MR - 1))),
+                                     k.c(0));
       tileOfRange = [&](Value i) -> std::pair<Value, Value> {
         Value longer = k.lt(i, r);
-        Value ep0 = k.add(
-            begin, k.add(k.mul(i, k.c(s.MR - 1)), k.select(longer, i, r)));
         Value emr = k.select(longer, k.c(s.MR), k.c(s.MR - 1));
+        Value ep0 = k.b.create<arith::MinSIOp>(
+            k.loc,
+            k.add(begin,
+                  k.add(k.mul(i, k.c(s.MR - 1)), k.select(longer, i, r))),
+            k.sub(rangeEnd, emr));
         auto [wp0, wmr] = tileAt(k.add(first, i));
         return {k.select(even, ep0, wp0), k.select(even, emr, wmr)};
       };

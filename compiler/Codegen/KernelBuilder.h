@@ -33,12 +33,16 @@ namespace qatc::codegen {
 /// and stores, and loops.
 class KB {
 public:
+  /// `share` and `nthreads`: the layer function's arguments (plan::LayerFn).
   KB(mlir::OpBuilder &b, mlir::Location loc, mlir::Value arena,
-     mlir::Value weights, mlir::Value tid, mlir::Value nthreads);
+     mlir::Value weights, mlir::Value share, mlir::Value nthreads);
 
   mlir::OpBuilder &b;
   mlir::Location loc;
-  mlir::Value arena, weights, tid, nthreads;
+  mlir::Value arena, weights, nthreads;
+  /// This thread's part [shareLo, shareHi) of the layer, in units of
+  /// plan::kShareOne.
+  mlir::Value shareLo, shareHi;
   mlir::Type i8, i32, i64, f32, ptr;
   /// The target has AVX-512 (16-lane conversions may call its intrinsics).
   bool avx512 = false;
@@ -131,6 +135,10 @@ public:
            body);
   /// This thread's share [begin, end) of `total` work items.
   std::pair<mlir::Value, mlir::Value> share(int64_t total);
+  /// The first of `total` items at share boundary `at` (shareLo or
+  /// shareHi): floor(at * total / kShareOne), so the threads on either side
+  /// of a boundary agree on it.
+  mlir::Value shareItem(mlir::Value at, int64_t total);
   /// This thread's share [begin, end) of `total` work items in order, each
   /// of weight `weight` but the last `lastCount` of weight `lastWeight`:
   /// equal weights (to an item), not equal counts. For blocks of pixels

@@ -15,11 +15,11 @@
 // CHECK-COUNT-3: arith.select %{{.*}}, %{{.*}}, %[[PAD:[0-9]+]] : !llvm.ptr
 // CHECK: scf.for %{{.*}} = %{{.*}} to %c1_i64{{.*}} step %c1_i64
 // CHECK: arith.select %{{.*}}, %{{.*}}, %[[PAD]] : !llvm.ptr
-// CHECK: scf.for %{{.*}} = %{{.*}} to %c32_i64 step %c16_i64
+// CHECK: scf.for %{{.*}} = %{{.*}} to %c32_i64{{.*}} step %c16_i64
 // CHECK: %[[A:.*]] = vector.fma %{{.*}}, %{{.*}}, %cst : vector<16xf32>
 // CHECK: vector.fma %{{.*}}, %{{.*}}, %[[A]] : vector<16xf32>
 // CHECK: scf.for %{{.*}} = %c1_i64{{.*}} to %c9_i64 step %c4_i64
-// CHECK: scf.for %{{.*}} = %{{.*}} to %c32_i64 step %c16_i64
+// CHECK: scf.for %{{.*}} = %{{.*}} to %c32_i64{{.*}} step %c16_i64
 // CHECK-NOT: arith.select
 // CHECK: %[[W:.*]] = llvm.load %{{.*}} -> vector<16xf32>
 // CHECK: %[[P0:.*]] = vector.fma %{{.*}}, %[[W]], %cst : vector<16xf32>

@@ -1,5 +1,7 @@
 // Tests of how threads share a layer's work (KB::share, InnerSplit in
-// StridedKernels.cpp). A dense elementwise map is one loop of all its
+// StridedKernels.cpp). A thread's share is [lo, hi) of 2^16 (plan::LayerFn:
+// %arg2 holds lo | hi << 32), of the items floor(lo * n / 2^16) to
+// floor(hi * n / 2^16). A dense elementwise map is one loop of all its
 // elements: the threads share 10 runs of 320 elements (multiples of 64,
 // so no two threads write one cache line), the last run also doing the 3
 // elements past the last whole vector, as one step under a mask. An AMX convolution over 36 pixels
@@ -12,8 +14,12 @@
 
 // CHECK-LABEL: func.func @qatc_layer_0(
 // CHECK-SAME: qatc.kernel = "quantize"
+// CHECK: %[[LO:.*]] = arith.andi %arg2, %c4294967295_i64
+// CHECK: %[[HI:.*]] = arith.shrui %arg2, %c32_i64
 // CHECK: %[[PIECES:.*]] = arith.constant 10 : i64
-// CHECK: arith.muli %arg2, %[[PIECES]]
+// CHECK: %[[B:.*]] = arith.muli %[[LO]], %[[PIECES]]
+// CHECK: arith.divui %[[B]], %c65536_i64
+// CHECK: arith.muli %[[HI]],
 // CHECK: scf.for %[[I:.*]] = %{{.*}} to %{{.*}} step
 // CHECK: %[[PIECE:.*]] = arith.remui %[[I]], %{{.*}}
 // CHECK: %[[LEN:.*]] = arith.constant 320 : i64
@@ -38,9 +44,10 @@ func.func @main(%x: tensor<1x3059xf32>) -> tensor<1x3059xf32> {
 
 // CHECK: func.func @qatc_layer_1(
 // CHECK-SAME: qatc.kernel = "amx-conv 32x32 1x1 k-tiles (in place)"
+// CHECK: %[[LO:.*]] = arith.andi %arg2, %c4294967295_i64
 // CHECK: %[[SUM:.*]] = arith.constant 72 : i64
-// CHECK: %[[T:.*]] = arith.muli %arg2, %[[SUM]]
-// CHECK: %[[TARGET:.*]] = arith.divui %[[T]], %arg3
+// CHECK: %[[T:.*]] = arith.muli %[[LO]], %[[SUM]]
+// CHECK: %[[TARGET:.*]] = arith.divui %[[T]], %c65536_i64
 // CHECK: arith.cmpi ult, %[[TARGET]], %c64_i64
 // CHECK: %[[FIRST:.*]] = arith.minsi %{{.*}}, %c4_i64
 // CHECK: scf.for %{{.*}} = %[[FIRST]] to
@@ -64,8 +71,9 @@ func.func @main(%x: tensor<1x64x6x6xf32>) -> tensor<1x48x6x6xf32> {
 // -----
 
 // CHECK: qatc.kernel = "fp32-mean"
+// CHECK: %[[LO:.*]] = arith.andi %arg2, %c4294967295_i64
 // CHECK: %[[PIECES:.*]] = arith.constant 4 : i64
-// CHECK: arith.muli %arg2, %[[PIECES]]
+// CHECK: arith.muli %[[LO]], %[[PIECES]]
 // CHECK: scf.for %[[I:.*]] = %{{.*}} to %{{.*}} step
 // CHECK: %[[PIECE:.*]] = arith.remui %[[I]], %{{.*}}
 // CHECK: %[[LO:.*]] = arith.muli %[[PIECE]], %c16_i64
@@ -82,13 +90,18 @@ func.func @main(%x: tensor<1x64x128xf32>) -> tensor<1x64x1xf32> {
 // writes (Barriers.cpp): the two 1x1 convolutions both read the relayout
 // and write their own results, so the threads run them back to back; the
 // Mul reads both. A map of 64 pixels in 6-pixel tiles (11 tiles): with
-// more than one thread, each takes 32 pixels in tiles of 6 and 5
-// (emitDenseConv's even split), not 5 or 6 whole tiles of the map.
+// more than one thread, and at least 2 x 6 pixels per thread (a share may
+// be half an equal one), each takes its range of pixels in tiles of 6 and 5
+// (emitDenseConv's even split), not whole tiles of the map; a tile that
+// would pass the range's end starts earlier (minsi).
 // CHECK: func.func @qatc_layer_1(
 // CHECK-SAME: qatc.kernel = "fp32-fma-conv 6x64"}
+// CHECK: %[[NEED:.*]] = arith.muli %arg3, %c12_i64
+// CHECK: arith.cmpi sge, %c64_i64{{.*}}, %[[NEED]]
 // CHECK: arith.cmpi ult, %c1_i64{{.*}}, %arg3
 // CHECK: scf.for
 // CHECK: arith.select %{{.*}}, %c6_i64{{.*}}, %c5_i64
+// CHECK: arith.minsi
 // CHECK: func.func @qatc_layer_2(
 // CHECK-SAME: qatc.kernel = "fp32-fma-conv 6x64", qatc.sync = false}
 // CHECK: func.func @qatc_layer_3(

@@ -126,12 +126,17 @@ def check_model(c, label, model, inp, labelled, work, targets):
         print(f"   {target:8s} {checked} int8 tensors within {worst} LSB")
         if first is None:
             first = got
-            # Threads: the same bytes on 2 threads.
+            # Threads: the same bytes on 2 threads, and on 3 with unequal
+            # shares down to the smallest the runtime gives a thread.
             out2 = os.path.join(work, "threads2.npz")
-            c.qatc("run", plan, "--input", inp, "-o", out2, "--threads", "2")
-            for a, b in zip(got, outputs(out2)):
-                if not np.array_equal(a, b, equal_nan=True):
-                    c.fail(label, "2 threads give other outputs than 1")
+            for args, what in (
+                    (["--threads", "2"], "2 threads"),
+                    (["--threads", "3", "--thread-shares",
+                      "0.5,0.1666667,0.3333333"], "3 unequal threads")):
+                c.qatc("run", plan, "--input", inp, "-o", out2, *args)
+                for a, b in zip(got, outputs(out2)):
+                    if not np.array_equal(a, b, equal_nan=True):
+                        c.fail(label, f"{what} give other outputs than 1")
             # Deterministic compilation.
             again = os.path.join(work, "again.plan")
             c.qatc("compile", model, "--target-cpu", target, "-o", again)

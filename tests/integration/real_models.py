@@ -71,7 +71,16 @@ class Runner(Checker):
         for k, v in inputs.items():
             args += ["--input", f"{k}={v}"]
         self.qatc(*args)
-        return load_outputs(out)
+        got = load_outputs(out)
+        # Unequal thread shares (a slower core's) give the same bytes.
+        out2 = os.path.join(work, f"{tag}-shares.npz")
+        self.qatc(*args[:3], out2, *args[4:], "--threads", "2",
+                  "--thread-shares", "0.3,0.7")
+        for name, a in load_outputs(out2).items():
+            if not np.array_equal(a, got[name], equal_nan=True):
+                raise RuntimeError(f"{tag} plan output {name} differs on 2 "
+                                   f"threads with shares 0.3 and 0.7")
+        return got
 
     def floor(self, model, inputs, work):
         """The noise floor: qatc fp32 vs fp64 on the same Q/DQ graph, per

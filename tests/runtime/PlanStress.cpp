@@ -5,6 +5,11 @@
 //     threads, `runs` runs each on per-thread inputs; every output must equal
 //     the output of a lone one-thread session on the same input, byte for
 //     byte. Built a second time with ThreadSanitizer (qatc-plan-stress-tsan).
+//   qatc-plan-stress shares PLAN [runs]
+//     Sessions of 2, 3 and 4 threads with fixed unequal shares of the shared
+//     layers, down to the smallest a share may be (Session::setShares), and
+//     sessions whose shares follow the threads' times: every output equal
+//     to a lone one-thread session's, byte for byte.
 //   qatc-plan-stress soak PLAN [runs] [workers]
 //     Peak resident memory (VmHWM) after 1 % of the runs and after all of
 //     them: within 5 %.
@@ -182,6 +187,50 @@ int threadsMode(const char *path, int sessions, int workers, int runs) {
   return mismatches || failures ? 1 : 0;
 }
 
+int sharesMode(const char *path, int runs) {
+  auto plan = load(path);
+  if (!plan)
+    return 1;
+  const plan::Manifest &m = plan->manifest();
+  std::vector<std::vector<Bytes>> expected(runs);
+  {
+    rt::Session lone(*plan, 1);
+    for (int r = 0; r < runs; ++r)
+      if (!runOnce(lone, m, makeInputs(m, r), expected[r]))
+        return 1;
+  }
+  // Empty: the shares follow the times.
+  const std::vector<std::vector<double>> cases = {{0.25, 0.75},
+                                                  {0.75, 0.25},
+                                                  {0.4, 0.6},
+                                                  {},
+                                                  {1 / 6., 0.5, 1 / 3.},
+                                                  {0.5, 1 / 6., 1 / 3.},
+                                                  {0.125, 0.375, 0.125, 0.375},
+                                                  {}};
+  int mismatches = 0, total = 0;
+  for (size_t c = 0; c < cases.size(); ++c) {
+    int threads = cases[c].empty() ? (c < 4 ? 2 : 4) : cases[c].size();
+    rt::Session session(*plan, threads);
+    std::string error;
+    if (!cases[c].empty() && !session.setShares(cases[c], error)) {
+      std::fprintf(stderr, "setShares: %s\n", error.c_str());
+      return 1;
+    }
+    std::vector<Bytes> out;
+    for (int r = 0; r < runs; ++r, ++total) {
+      if (!runOnce(session, m, makeInputs(m, r), out))
+        return 1;
+      mismatches += out != expected[r];
+    }
+  }
+  std::printf("shares: %zu sessions of 2-4 threads with unequal or measured "
+              "shares x %d runs: %d of %d results differ from a lone "
+              "session's\n",
+              cases.size(), runs, mismatches, total);
+  return mismatches ? 1 : 0;
+}
+
 bool sanitized = false;
 
 int soakMode(const char *path, int runs, int workers) {
@@ -245,7 +294,8 @@ int arg(int argc, char **argv, int i, int fallback) {
 
 int main(int argc, char **argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: %s threads|soak|reload PLAN [counts...]\n",
+    std::fprintf(stderr,
+                 "usage: %s threads|shares|soak|reload PLAN [counts...]\n",
                  argv[0]);
     return 2;
   }
@@ -257,6 +307,8 @@ int main(int argc, char **argv) {
   if (mode == "threads")
     return threadsMode(argv[2], arg(argc, argv, 3, 4), arg(argc, argv, 4, 2),
                        arg(argc, argv, 5, 20));
+  if (mode == "shares")
+    return sharesMode(argv[2], arg(argc, argv, 3, 20));
   if (mode == "soak")
     return soakMode(argv[2], arg(argc, argv, 3, 20000), arg(argc, argv, 4, 1));
   if (mode == "reload")

@@ -35,6 +35,12 @@ cl::opt<std::string> planPath(cl::Positional, cl::desc("<model.plan>"),
                               cl::Required, cl::sub(sub));
 cl::opt<int> threads("threads", cl::desc("Worker threads (default 1)"),
                      cl::init(1), cl::sub(sub));
+cl::list<double> threadShares(
+    "thread-shares",
+    cl::desc("Each thread's share of every shared layer, one per thread "
+             "(e.g. 0.6,0.4; default: moved toward the threads' measured "
+             "speeds after each run)"),
+    cl::CommaSeparated, cl::sub(sub));
 cl::opt<int> iterations("iterations", cl::desc("Timed runs (default 100)"),
                         cl::init(100), cl::sub(sub));
 cl::opt<int> warmup("warmup", cl::desc("Untimed runs first (default 10)"),
@@ -83,6 +89,10 @@ int qatc::driver::runBench() {
   for (auto &v : out)
     outPtrs.push_back(v.data());
   rt::Session session(*plan, std::max(1, threads.getValue()));
+  if (!driver::fixThreadShares(session, threadShares, error)) {
+    llvm::errs() << "qatc bench: " << error << "\n";
+    return 1;
+  }
   for (int i = 0; i < warmup; ++i)
     session.run(inPtrs, outPtrs, error);
   std::vector<double> times;

@@ -22,6 +22,10 @@
 #include <functional>
 #include <map>
 
+namespace qatc::rt {
+class Session;
+} // namespace qatc::rt
+
 namespace qatc::driver {
 
 /// Parses a qatc command line and runs its command; returns the exit code.
@@ -106,6 +110,12 @@ inline std::string lastChars(llvm::StringRef s, size_t width) {
     return s.str();
   return "..." + s.take_back(width - 3).str();
 }
+
+/// `--thread-shares` of run and bench: fixes `session`'s shares of each
+/// shared layer (rt::Session::setShares) when `shares` is not empty; false,
+/// with `error` set, when they do not fit its threads.
+bool fixThreadShares(rt::Session &session, llvm::ArrayRef<double> shares,
+                     std::string &error);
 
 /// Prints what a user wants to know about an imported model: I/O, op counts,
 /// quantization and weights.

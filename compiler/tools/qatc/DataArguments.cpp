@@ -6,6 +6,7 @@
 
 #include "Commands.h"
 #include "qatc/Reference/TensorIO.h"
+#include "qatc/Runtime/Runtime.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
@@ -126,4 +127,13 @@ int qatc::driver::printTop1Accuracy(const Tensor &logits, StringRef labelsPath,
                                100.0 * correct / std::max<int64_t>(n, 1))
                << "% (" << correct << "/" << n << ")\n";
   return 0;
+}
+
+bool qatc::driver::fixThreadShares(rt::Session &session,
+                                   ArrayRef<double> shares,
+                                   std::string &error) {
+  if (shares.empty() || session.setShares(shares.vec(), error))
+    return true;
+  error = "--thread-shares: " + error;
+  return false;
 }

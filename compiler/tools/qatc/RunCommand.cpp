@@ -43,6 +43,12 @@ cl::opt<std::string>
             cl::value_desc("DIR"), cl::sub(sub));
 cl::opt<int> threads("threads", cl::desc("Worker threads (default 1)"),
                      cl::init(1), cl::sub(sub));
+cl::list<double> threadShares(
+    "thread-shares",
+    cl::desc("Each thread's share of every shared layer, one per thread "
+             "(e.g. 0.6,0.4; default: moved toward the threads' measured "
+             "speeds after each run)"),
+    cl::CommaSeparated, cl::sub(sub));
 cl::opt<std::string> labelsPath(
     "labels",
     cl::desc("Integer class labels (.npy): print the first output's top-1 "
@@ -122,6 +128,11 @@ int qatc::driver::runRun() {
   if (chunks > 1 && !dumpDir.empty())
     return fail("--dump-tensors needs one batch of data");
   rt::Session session(*plan, std::max(1, threads.getValue()));
+  {
+    std::string error;
+    if (!driver::fixThreadShares(session, threadShares, error))
+      return fail(error);
+  }
   std::optional<TensorDumper> dumper;
   std::string dumpError; // the first failed write, reported after the run
   if (!dumpDir.empty()) {

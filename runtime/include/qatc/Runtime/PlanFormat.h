@@ -26,8 +26,10 @@ namespace qatc::plan {
 /// "QATCPLN\0" at offset 0.
 inline constexpr char kMagic[8] = {'Q', 'A', 'T', 'C', 'P', 'L', 'N', '\0'};
 /// Bumped whenever the header, the manifest grammar or the layer ABI change.
-/// Version 2: the code segment carries a code record (below).
-inline constexpr uint32_t kFormatVersion = 3;
+/// Version 2: the code segment carries a code record (below). Version 3: the
+/// layers' barrier flags. Version 4: a thread's share of a layer is a range
+/// of the work (LayerFn), not its index among equal shares.
+inline constexpr uint32_t kFormatVersion = 4;
 /// Segments start at multiples of this (aligned vector loads of weights).
 inline constexpr uint64_t kSegmentAlign = 64;
 
@@ -289,8 +291,24 @@ std::vector<uint8_t>
 writeMultiPlan(const std::vector<std::vector<uint8_t>> &plans,
                const std::string &compilerVersion);
 
-/// Symbols every layer function has: (arena, weights, thread id, threads).
-using LayerFn = void (*)(uint8_t *arena, const uint8_t *weights, int64_t tid,
+/// A whole layer's work in the units of a share (LayerFn).
+inline constexpr int64_t kShareOne = int64_t(1) << 16;
+
+/// The `share` argument of a layer function: the calling thread does the
+/// part [lo, hi) of the layer's work, in units of 1 / kShareOne of it.
+inline constexpr int64_t packShare(int64_t lo, int64_t hi) {
+  return lo | (hi << 32);
+}
+
+/// Symbols every layer function has: (arena, weights, share, threads). The
+/// threads that run a shared layer together pass shares that tile
+/// [0, kShareOne) in thread order (packShare), and each takes the work
+/// items from floor(lo * n / kShareOne) to floor(hi * n / kShareOne) of its
+/// n; thread 0 alone passes packShare(0, kShareOne) and 1. The runtime may
+/// make the shares unequal (a slower core gets less), but with T > 1
+/// threads none is under kShareOne / (2 T): a kernel may rely on that to
+/// lay out its part (codegen::emitDenseConv's even split).
+using LayerFn = void (*)(uint8_t *arena, const uint8_t *weights, int64_t share,
                          int64_t nthreads);
 
 } // namespace qatc::plan

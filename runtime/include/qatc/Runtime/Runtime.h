@@ -117,6 +117,38 @@ private:
   std::vector<plan::LayerFn> functions_;
 };
 
+/// The threads' shares of each shared layer (plan::LayerFn), moved toward
+/// what each thread gets done. Equal at first; after each run, each share
+/// goes a quarter of the way toward the one that would have made the
+/// threads' times in the shared layers equal, with every share kept in
+/// [1 / (2 T), 3 / (2 T)]. A core that runs slower for the whole run (a
+/// busy hyperthread sibling, an efficiency core, interrupts) then gets less
+/// of every layer, where equal shares would make the other thread wait for
+/// it at every barrier. The results do not depend on the shares: each
+/// output element is computed whole by one thread.
+class ShareBalancer {
+public:
+  explicit ShareBalancer(int threads);
+  int threads() const { return static_cast<int>(shares_.size()); }
+  /// Thread t's share is [bound(t), bound(t + 1)) in plan::kShareOne units:
+  /// bound(0) = 0, bound(threads) = kShareOne.
+  int64_t bound(int t) const { return bounds_[t]; }
+  double share(int t) const { return shares_[t]; }
+  /// After a run: each thread's time in the shared layers (any unit). A run
+  /// with a time that is not positive and finite changes nothing.
+  void update(const std::vector<double> &busy);
+  /// Fixes the shares (fractions, one per thread, summing to 1 within
+  /// 1e-6, each in [1 / (2 T), 3 / (2 T)]); update() then changes nothing.
+  bool fix(const std::vector<double> &shares, std::string &error);
+  bool fixed() const { return fixed_; }
+
+private:
+  void setBounds();
+  std::vector<double> shares_;
+  std::vector<int64_t> bounds_;
+  bool fixed_ = false;
+};
+
 /// Runs a plan: owns the activation arena and the worker threads (created
 /// once, spinning at the barrier between layers while a run is under way).
 class Session {
@@ -143,6 +175,12 @@ public:
   void setProfiling(bool on) { profiling_ = on; }
   void resetProfile();
   int threads() const { return threads_; }
+  /// The threads' shares of layer `i` (ShareBalancer): each shared
+  /// layer's follow the threads' times in it unless fixed with setShares.
+  const ShareBalancer &shares(size_t i) const { return balancers_[i]; }
+  /// Fixes every layer's shares (ShareBalancer::fix): for tests, and for
+  /// timings that must not move with them.
+  bool setShares(const std::vector<double> &shares, std::string &error);
 
 private:
   struct Workers;
@@ -157,6 +195,8 @@ private:
   bool profiling_ = false;
   std::vector<double> layerSeconds_;
   std::function<void(size_t, const uint8_t *)> callback_;
+  std::vector<ShareBalancer> balancers_; ///< one per layer
+  bool fixedShares_ = false;
   std::unique_ptr<Workers> workers_;
 };
 
