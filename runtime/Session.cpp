@@ -47,9 +47,12 @@ struct Session::Workers {
   int count = 1;
   /// Each thread's time in each shared layer of the run (clock ticks),
   /// written by that thread before the threads last meet, read by thread 0
-  /// after; a thread's own lines.
-  struct alignas(64) Busy {
+  /// after. Layer i's is ticks[i + kPad]: the pads keep the threads'
+  /// counters off each other's lines.
+  struct Busy {
+    static constexpr size_t kPad = 8;
     std::vector<uint64_t> ticks;
+    uint64_t &at(size_t i) { return ticks[i + kPad]; }
   };
   std::vector<Busy> busy;
 
@@ -82,7 +85,7 @@ Session::Session(const Plan &plan, int threads)
   workers_->count = threads_;
   workers_->busy.resize(threads_);
   for (Workers::Busy &b : workers_->busy)
-    b.ticks.assign(balancers_.size(), 0);
+    b.ticks.assign(balancers_.size() + 2 * Workers::Busy::kPad, 0);
   for (int t = 1; t < threads_; ++t)
     workers_->threads.emplace_back([this, t] {
       Workers &w = *workers_;
@@ -176,7 +179,7 @@ void Session::runLayers(int tid) {
   using Clock = std::chrono::steady_clock;
   // Thread 0 moves the shares between runs only.
   const bool timed = threads_ > 1 && !fixedShares_;
-  std::vector<uint64_t> &busy = workers_->busy[tid].ticks;
+  Workers::Busy &busy = workers_->busy[tid];
   writeInputs(tid);
   if (threads_ > 1)
     workers_->barrier();
@@ -191,7 +194,7 @@ void Session::runLayers(int tid) {
                              plan::packShare(b.bound(tid), b.bound(tid + 1)),
                              threads_);
       if (timed)
-        busy[i] = ticks() - start;
+        busy.at(i) = ticks() - start;
     } else if (tid == 0) {
       plan_.layerFunction(i)(arena_, weights,
                              plan::packShare(0, plan::kShareOne), 1);
@@ -253,7 +256,7 @@ bool Session::run(const std::vector<const void *> &inputs,
       if (!m.layers[i].parallel)
         continue;
       for (int t = 0; t < threads_; ++t)
-        busy[t] = static_cast<double>(workers_->busy[t].ticks[i]);
+        busy[t] = static_cast<double>(workers_->busy[t].at(i));
       balancers_[i].update(busy);
     }
   }
