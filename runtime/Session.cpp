@@ -8,8 +8,9 @@
 // layer reads (the manifest's flag: codegen::barriersBefore), and after the
 // last shared layer. Thread 0 alone runs the small layers; a run of them
 // needs no barrier between them. An OS sleep between layers
-// would cost tens of microseconds, more than many layers take. Each thread
-// times its shared layers, and after the run the shares move toward those
+// would cost tens of microseconds, more than many layers take. The threads'
+// shares of a shared layer are equal, or (setAdaptiveShares) each thread
+// times its shared layers and after the run the shares move toward those
 // times (ShareBalancer).
 //
 //===----------------------------------------------------------------------===//
@@ -178,7 +179,7 @@ void Session::runLayers(int tid) {
   const uint8_t *weights = plan_.weights();
   using Clock = std::chrono::steady_clock;
   // Thread 0 moves the shares between runs only.
-  const bool timed = threads_ > 1 && !fixedShares_;
+  const bool timed = threads_ > 1 && adaptive_;
   Workers::Busy &busy = workers_->busy[tid];
   writeInputs(tid);
   if (threads_ > 1)
@@ -250,7 +251,7 @@ bool Session::run(const std::vector<const void *> &inputs,
   runLayers(0);
   // Workers touch the arena only in shared layers, and the threads meet
   // after the last one: they are done with it here, and with their times.
-  if (threads_ > 1 && !fixedShares_) {
+  if (threads_ > 1 && adaptive_) {
     std::vector<double> busy(threads_);
     for (size_t i = 0; i < balancers_.size(); ++i) {
       if (!m.layers[i].parallel)
@@ -359,6 +360,14 @@ bool Session::setShares(const std::vector<double> &shares, std::string &error) {
   for (ShareBalancer &b : balancers_)
     if (!b.fix(shares, error))
       return false;
-  fixedShares_ = true;
+  adaptive_ = false;
   return true;
+}
+
+void Session::setAdaptiveShares(bool on) {
+  adaptive_ = on;
+  if (!on)
+    return;
+  for (ShareBalancer &b : balancers_)
+    b = ShareBalancer(threads_);
 }

@@ -5,7 +5,9 @@
 // layers 1.34x slower than the other for minutes at a time, so thread 1
 // idled at each of the 20 barriers: 56 us of work against 42 per run.
 // Moving the shares toward the measured speeds lets the faster core take
-// the difference.
+// the difference; Session uses it only when asked (setAdaptiveShares):
+// the per-run noise of short layers' times also moves shares that were
+// right (docs/Design.md has the measurements).
 //
 //===----------------------------------------------------------------------===//
 

@@ -213,7 +213,9 @@ int sharesMode(const char *path, int runs) {
     int threads = cases[c].empty() ? (c < 4 ? 2 : 4) : cases[c].size();
     rt::Session session(*plan, threads);
     std::string error;
-    if (!cases[c].empty() && !session.setShares(cases[c], error)) {
+    if (cases[c].empty())
+      session.setAdaptiveShares(true);
+    else if (!session.setShares(cases[c], error)) {
       std::fprintf(stderr, "setShares: %s\n", error.c_str());
       return 1;
     }

@@ -111,10 +111,11 @@ inline std::string lastChars(llvm::StringRef s, size_t width) {
   return "..." + s.take_back(width - 3).str();
 }
 
-/// `--thread-shares` of run and bench: fixes `session`'s shares of each
-/// shared layer (rt::Session::setShares) when `shares` is not empty; false,
-/// with `error` set, when they do not fit its threads.
-bool fixThreadShares(rt::Session &session, llvm::ArrayRef<double> shares,
+/// `--thread-shares` of run and bench: "auto" makes `session`'s shares
+/// adaptive (rt::Session::setAdaptiveShares), a comma-separated list fixes
+/// them (rt::Session::setShares), "" leaves them equal; false, with `error`
+/// set, for a list that is not numbers or does not fit its threads.
+bool fixThreadShares(rt::Session &session, llvm::StringRef shares,
                      std::string &error);
 
 /// Prints what a user wants to know about an imported model: I/O, op counts,

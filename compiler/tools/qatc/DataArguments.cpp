@@ -129,10 +129,27 @@ int qatc::driver::printTop1Accuracy(const Tensor &logits, StringRef labelsPath,
   return 0;
 }
 
-bool qatc::driver::fixThreadShares(rt::Session &session,
-                                   ArrayRef<double> shares,
+bool qatc::driver::fixThreadShares(rt::Session &session, StringRef shares,
                                    std::string &error) {
-  if (shares.empty() || session.setShares(shares.vec(), error))
+  if (shares.empty())
+    return true;
+  if (shares == "auto") {
+    session.setAdaptiveShares(true);
+    return true;
+  }
+  SmallVector<StringRef> parts;
+  shares.split(parts, ',');
+  std::vector<double> values;
+  for (StringRef p : parts) {
+    double v;
+    if (p.trim().getAsDouble(v)) {
+      error = "--thread-shares: '" + p.str() +
+              "' is not a number (give one share per thread, or auto)";
+      return false;
+    }
+    values.push_back(v);
+  }
+  if (session.setShares(values, error))
     return true;
   error = "--thread-shares: " + error;
   return false;

@@ -43,12 +43,12 @@ cl::opt<std::string>
             cl::value_desc("DIR"), cl::sub(sub));
 cl::opt<int> threads("threads", cl::desc("Worker threads (default 1)"),
                      cl::init(1), cl::sub(sub));
-cl::list<double> threadShares(
+cl::opt<std::string> threadShares(
     "thread-shares",
     cl::desc("Each thread's share of every shared layer, one per thread "
-             "(e.g. 0.6,0.4; default: moved toward the threads' measured "
-             "speeds after each run)"),
-    cl::CommaSeparated, cl::sub(sub));
+             "(e.g. 0.6,0.4), or 'auto': moved toward the threads' measured "
+             "times after each run (default: equal)"),
+    cl::value_desc("list|auto"), cl::sub(sub));
 cl::opt<std::string> labelsPath(
     "labels",
     cl::desc("Integer class labels (.npy): print the first output's top-1 "

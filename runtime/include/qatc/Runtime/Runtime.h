@@ -117,7 +117,7 @@ private:
   std::vector<plan::LayerFn> functions_;
 };
 
-/// The threads' shares of each shared layer (plan::LayerFn), moved toward
+/// The threads' shares of a shared layer (plan::LayerFn), moved toward
 /// what each thread gets done. Equal at first; after each run, each share
 /// goes a quarter of the way toward the one that would have made the
 /// threads' times in the shared layers equal, with every share kept in
@@ -175,12 +175,16 @@ public:
   void setProfiling(bool on) { profiling_ = on; }
   void resetProfile();
   int threads() const { return threads_; }
-  /// The threads' shares of layer `i` (ShareBalancer): each shared
-  /// layer's follow the threads' times in it unless fixed with setShares.
+  /// The threads' shares of layer `i` (ShareBalancer): equal unless set.
   const ShareBalancer &shares(size_t i) const { return balancers_[i]; }
-  /// Fixes every layer's shares (ShareBalancer::fix): for tests, and for
-  /// timings that must not move with them.
+  /// Fixes every layer's shares (ShareBalancer::fix), e.g. more for a
+  /// faster core; ends adaptive shares.
   bool setShares(const std::vector<double> &shares, std::string &error);
+  /// Each shared layer's shares follow the threads' times in it, from
+  /// equal (ShareBalancer::update after every run). Off by default: on the
+  /// 2-vCPU host it took a transformer encoder 0.97-1.09x of its time with
+  /// equal shares and ResNet-50 0.89-0.96x (docs/Design.md).
+  void setAdaptiveShares(bool on);
 
 private:
   struct Workers;
@@ -196,7 +200,7 @@ private:
   std::vector<double> layerSeconds_;
   std::function<void(size_t, const uint8_t *)> callback_;
   std::vector<ShareBalancer> balancers_; ///< one per layer
-  bool fixedShares_ = false;
+  bool adaptive_ = false;
   std::unique_ptr<Workers> workers_;
 };
 
