@@ -22,9 +22,14 @@ using namespace qatc::rt;
 
 namespace {
 
-/// Each step goes this part of the way toward the balanced shares: a run
-/// that one interrupt slowed moves them little.
-constexpr double kStep = 0.25;
+/// Each run moves the average of the balanced shares this part of the way
+/// toward its own: about ten runs' worth, so one run that an interrupt
+/// slowed moves it little.
+constexpr double kAverage = 0.1;
+/// The shares stay equal while the average is this close to equal: the
+/// per-run noise of short layers' times otherwise moves shares that were
+/// right.
+constexpr double kDeadBand = 0.03;
 
 /// The bounds of a share (plan::LayerFn promises kernels the lower one).
 double minShare(int threads) { return 0.5 / threads; }
@@ -33,7 +38,8 @@ double maxShare(int threads) { return 1.5 / threads; }
 } // namespace
 
 ShareBalancer::ShareBalancer(int threads)
-    : shares_(std::max(threads, 1), 1.0 / std::max(threads, 1)) {
+    : shares_(std::max(threads, 1), 1.0 / std::max(threads, 1)),
+      balanced_(shares_) {
   setBounds();
 }
 
@@ -66,10 +72,13 @@ void ShareBalancer::update(const std::vector<double> &busy) {
     speed[t] = shares_[t] / busy[t];
     total += speed[t];
   }
+  bool equal = true;
   for (int t = 0; t < n; ++t) {
-    double target = speed[t] / total;
-    shares_[t] += kStep * (target - shares_[t]);
+    balanced_[t] += kAverage * (speed[t] / total - balanced_[t]);
+    equal &= std::abs(balanced_[t] - 1.0 / n) < kDeadBand;
   }
+  for (int t = 0; t < n; ++t)
+    shares_[t] = equal ? 1.0 / n : balanced_[t];
   // Into [minShare, maxShare], summing to 1: a share past a bound stays at
   // it, and the others are scaled to the rest (n shares of at most 1.5 / n
   // and at least 0.5 / n can always sum to 1).

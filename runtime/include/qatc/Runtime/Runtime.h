@@ -118,10 +118,10 @@ private:
 };
 
 /// The threads' shares of a shared layer (plan::LayerFn), moved toward
-/// what each thread gets done. Equal at first; after each run, each share
-/// goes a quarter of the way toward the one that would have made the
-/// threads' times in the shared layers equal, with every share kept in
-/// [1 / (2 T), 3 / (2 T)]. A core that runs slower for the whole run (a
+/// what each thread gets done. Each run gives the shares that would have
+/// made the threads' times equal; their average over about ten runs
+/// (exponential) becomes the shares once it is 0.03 or more from equal,
+/// kept in [1 / (2 T), 3 / (2 T)]. A core that runs slower for the whole run (a
 /// busy hyperthread sibling, an efficiency core, interrupts) then gets less
 /// of every layer, where equal shares would make the other thread wait for
 /// it at every barrier. The results do not depend on the shares: each
@@ -145,6 +145,8 @@ public:
 private:
   void setBounds();
   std::vector<double> shares_;
+  /// The average of the runs' balanced shares.
+  std::vector<double> balanced_;
   std::vector<int64_t> bounds_;
   bool fixed_ = false;
 };
