@@ -357,17 +357,17 @@ void qatc::rt::writeTensor(const plan::TensorDesc &t, const void *in,
 }
 
 bool Session::setShares(const std::vector<double> &shares, std::string &error) {
-  for (ShareBalancer &b : balancers_)
-    if (!b.fix(shares, error))
-      return false;
+  // Checked once; every layer gets the same parts.
+  ShareBalancer fixed(threads_);
+  if (!fixed.fix(shares, error))
+    return false;
+  std::fill(balancers_.begin(), balancers_.end(), fixed);
   adaptive_ = false;
   return true;
 }
 
 void Session::setAdaptiveShares(bool on) {
   adaptive_ = on;
-  if (!on)
-    return;
-  for (ShareBalancer &b : balancers_)
-    b = ShareBalancer(threads_);
+  if (on)
+    std::fill(balancers_.begin(), balancers_.end(), ShareBalancer(threads_));
 }

@@ -33,14 +33,7 @@ namespace {
 cl::SubCommand &sub = qatc::driver::benchCommand;
 cl::opt<std::string> planPath(cl::Positional, cl::desc("<model.plan>"),
                               cl::Required, cl::sub(sub));
-cl::opt<int> threads("threads", cl::desc("Worker threads (default 1)"),
-                     cl::init(1), cl::sub(sub));
-cl::opt<std::string> threadShares(
-    "thread-shares",
-    cl::desc("Each thread's share of every shared layer, one per thread "
-             "(e.g. 0.6,0.4), or 'auto': moved toward the threads' measured "
-             "times after each run (default: equal)"),
-    cl::value_desc("list|auto"), cl::sub(sub));
+driver::SessionCLOptions sessionOptions(sub);
 cl::opt<int> iterations("iterations", cl::desc("Timed runs (default 100)"),
                         cl::init(100), cl::sub(sub));
 cl::opt<int> warmup("warmup", cl::desc("Untimed runs first (default 10)"),
@@ -88,8 +81,8 @@ int qatc::driver::runBench() {
     inPtrs.push_back(v.data());
   for (auto &v : out)
     outPtrs.push_back(v.data());
-  rt::Session session(*plan, std::max(1, threads.getValue()));
-  if (!driver::fixThreadShares(session, threadShares, error)) {
+  rt::Session session(*plan, sessionOptions.threads());
+  if (!sessionOptions.applyShares(session, error)) {
     llvm::errs() << "qatc bench: " << error << "\n";
     return 1;
   }

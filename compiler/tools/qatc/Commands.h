@@ -111,12 +111,23 @@ inline std::string lastChars(llvm::StringRef s, size_t width) {
   return "..." + s.take_back(width - 3).str();
 }
 
-/// `--thread-shares` of run and bench: "auto" makes `session`'s shares
-/// adaptive (rt::Session::setAdaptiveShares), a comma-separated list fixes
-/// them (rt::Session::setShares), "" leaves them equal; false, with `error`
-/// set, for a list that is not numbers or does not fit its threads.
-bool fixThreadShares(rt::Session &session, llvm::StringRef shares,
-                     std::string &error);
+/// The worker-thread options of the commands that run a plan (run, bench),
+/// registered on `sub`: --threads and --thread-shares, defined once.
+class SessionCLOptions {
+public:
+  explicit SessionCLOptions(llvm::cl::SubCommand &sub);
+  /// --threads, at least 1.
+  int threads() const;
+  /// Applies --thread-shares to `session`: "auto" makes its shares adaptive
+  /// (rt::Session::setAdaptiveShares), a comma-separated list fixes them
+  /// (rt::Session::setShares), none leaves them equal; false, with `error`
+  /// set, for a list that is not numbers or does not fit its threads.
+  bool applyShares(rt::Session &session, std::string &error) const;
+
+private:
+  llvm::cl::opt<int> threadCount;
+  llvm::cl::opt<std::string> shares;
+};
 
 /// Prints what a user wants to know about an imported model: I/O, op counts,
 /// quantization and weights.

@@ -129,16 +129,32 @@ int qatc::driver::printTop1Accuracy(const Tensor &logits, StringRef labelsPath,
   return 0;
 }
 
-bool qatc::driver::fixThreadShares(rt::Session &session, StringRef shares,
-                                   std::string &error) {
-  if (shares.empty())
+qatc::driver::SessionCLOptions::SessionCLOptions(llvm::cl::SubCommand &sub)
+    : threadCount("threads", llvm::cl::desc("Worker threads (default 1)"),
+                  llvm::cl::init(1), llvm::cl::sub(sub)),
+      shares(
+          "thread-shares",
+          llvm::cl::desc("Each thread's share of every shared layer, one per "
+                         "thread (e.g. 0.6,0.4), or 'auto': moved toward the "
+                         "threads' measured times after each run (default: "
+                         "equal)"),
+          llvm::cl::value_desc("list|auto"), llvm::cl::sub(sub)) {}
+
+int qatc::driver::SessionCLOptions::threads() const {
+  return std::max(1, threadCount.getValue());
+}
+
+bool qatc::driver::SessionCLOptions::applyShares(rt::Session &session,
+                                                 std::string &error) const {
+  StringRef given = shares;
+  if (given.empty())
     return true;
-  if (shares == "auto") {
+  if (given == "auto") {
     session.setAdaptiveShares(true);
     return true;
   }
   SmallVector<StringRef> parts;
-  shares.split(parts, ',');
+  given.split(parts, ',');
   std::vector<double> values;
   for (StringRef p : parts) {
     double v;

@@ -41,14 +41,7 @@ cl::opt<std::string>
             cl::desc("Write every layer's output tensor to DIR (as `qatc eval "
                      "--dump-tensors` does, ONNX order and names)"),
             cl::value_desc("DIR"), cl::sub(sub));
-cl::opt<int> threads("threads", cl::desc("Worker threads (default 1)"),
-                     cl::init(1), cl::sub(sub));
-cl::opt<std::string> threadShares(
-    "thread-shares",
-    cl::desc("Each thread's share of every shared layer, one per thread "
-             "(e.g. 0.6,0.4), or 'auto': moved toward the threads' measured "
-             "times after each run (default: equal)"),
-    cl::value_desc("list|auto"), cl::sub(sub));
+driver::SessionCLOptions sessionOptions(sub);
 cl::opt<std::string> labelsPath(
     "labels",
     cl::desc("Integer class labels (.npy): print the first output's top-1 "
@@ -127,10 +120,10 @@ int qatc::driver::runRun() {
     chunks = 1; // a plan without inputs (constant outputs) runs once
   if (chunks > 1 && !dumpDir.empty())
     return fail("--dump-tensors needs one batch of data");
-  rt::Session session(*plan, std::max(1, threads.getValue()));
+  rt::Session session(*plan, sessionOptions.threads());
   {
     std::string error;
-    if (!driver::fixThreadShares(session, threadShares, error))
+    if (!sessionOptions.applyShares(session, error))
       return fail(error);
   }
   std::optional<TensorDumper> dumper;
