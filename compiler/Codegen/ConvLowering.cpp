@@ -88,12 +88,21 @@ DenseConvSpec GraphLowering::packDense(
     std::function<double(int64_t, int64_t, int64_t, int64_t)> weightAt) {
   chooseTile(s);
   const int64_t NB = s.NV * 16, blocks = (s.OC + NB - 1) / NB;
+  s.interleaved = s.int8 && hasAvx512(target.isa) && NB == 64 &&
+                  s.OC % 64 == 0 && s.ep.quantOut && !s.ep.resF32 &&
+                  !s.rowEpilogue && !s.packedInArena;
+  if (s.interleaved) {
+    interleaveChannels(s.ep, s.OC, s.OC);
+    if (s.corrOff >= 0)
+      s.corrOff = interleavedCopy(s.corrOff, s.OC, s.OC);
+  }
   // Packed [blk][kh][kw][k][NB]: k steps of 4 input channels (one int8
   // dword per lane) or of one float.
   const int64_t KS = s.kSteps(), step = s.int8 ? 4 : 1;
   auto index = [&](int64_t oc, int64_t kh, int64_t kw, int64_t ic) {
+    int64_t slot = s.interleaved ? interleave64Index(oc) : oc;
     return ((((oc / NB * s.KH + kh) * s.KW + kw) * KS + ic / step) * NB +
-            oc % NB) *
+            slot % NB) *
                step +
            ic % step;
   };

@@ -707,9 +707,13 @@ Value KB::sigmoid(Value x) {
 }
 
 Value KB::dequantize(Value q, int64_t zp, float scale) {
-  Type t = q.getType(), ti32 = like(t, i32);
-  Value qi = b.create<arith::ExtUIOp>(loc, ti32, q);
-  qi = b.create<arith::SubIOp>(loc, qi, intLike(ti32, zp));
+  return dequantizeI32(b.create<arith::ExtUIOp>(loc, like(q.getType(), i32), q),
+                       zp, scale);
+}
+
+Value KB::dequantizeI32(Value qi, int64_t zp, float scale) {
+  Type t = qi.getType();
+  qi = b.create<arith::SubIOp>(loc, qi, intLike(t, zp));
   Value f = b.create<arith::SIToFPOp>(loc, like(t, f32), qi);
   return b.create<arith::MulFOp>(loc, f, floatLike(t, scale));
 }
@@ -875,7 +879,8 @@ void qatc::codegen::emitEpilogue(KB &k, const Epilogue &ep,
   OpBuilder &b = k.b;
   const int64_t parts = accs.size(), lanes = 16 * parts;
   assert((!interleaved64 ||
-          (parts % 4 == 0 && res.empty() && ep.quantOut && k.avx512)) &&
+          (parts % 4 == 0 && ep.quantOut && k.avx512 && !ep.resF32 &&
+           (res.empty() || res.size() == outs.size()))) &&
          "an interleaved epilogue stores whole pixels of quantized channels");
   auto vf = VectorType::get({lanes}, k.f32);
   Value acc = k.concat(accs);
@@ -1013,18 +1018,46 @@ void qatc::codegen::emitEpilogue(KB &k, const Epilogue &ep,
                             static_cast<float>(ep.midQmin - ep.midZp),
                             static_cast<float>(ep.midQmax - ep.midZp), intAcc);
   }
-  SmallVector<Value> r;
-  for (Value p : res)
-    r.push_back(ep.resF32 ? k.maskedLoad(VectorType::get({16}, k.f32), p, mask,
-                                         k.splatF(0.f, 16))
-                          : k.maskedLoad(VectorType::get({16}, k.i8), p, mask,
-                                         k.splatI(0, 16, k.i8)));
+  // The residual: f32 as it stands, or its stored bytes widened to i32.
+  Value rF32, rI32;
+  if (!res.empty() && ep.resF32) {
+    SmallVector<Value> r;
+    for (Value p : res)
+      r.push_back(k.maskedLoad(VectorType::get({16}, k.f32), p, mask,
+                               k.splatF(0.f, 16)));
+    rF32 = k.concat(r);
+  } else if (!res.empty() && interleaved64) {
+    // A pixel's 64 bytes in one load; vector v takes bytes 4v .. 4v + 3 of
+    // each 128-bit lane, zero-extended (one in-lane vpshufb each), the
+    // accumulators' interleave64 order.
+    auto v64i8 = VectorType::get({64}, k.i8);
+    Value zeros = k.splatI(0, 64, k.i8);
+    SmallVector<Value> r;
+    for (Value p : res) {
+      Value bytes = k.load(v64i8, p);
+      for (int64_t v = 0; v < 4; ++v) {
+        SmallVector<int64_t> idx;
+        for (int64_t l = 0; l < 4; ++l)
+          for (int64_t i = 0; i < 4; ++i)
+            for (int64_t byte = 0; byte < 4; ++byte)
+              idx.push_back(byte ? 64 : 16 * l + 4 * v + i);
+        r.push_back(b.create<vector::BitCastOp>(
+            k.loc, VectorType::get({16}, k.i32),
+            b.create<vector::ShuffleOp>(k.loc, bytes, zeros, idx)));
+      }
+    }
+    rI32 = k.concat(r);
+  } else if (!res.empty()) {
+    SmallVector<Value> r;
+    for (Value p : res)
+      r.push_back(k.maskedLoad(VectorType::get({16}, k.i8), p, mask,
+                               k.splatI(0, 16, k.i8)));
+    rI32 = b.create<arith::ExtUIOp>(k.loc, k.like(vf, k.i32), k.concat(r));
+  }
   if (ep.addFold && k.avx512 && u) {
     // The requantized add in two FMAs, proven exact over every pair of
     // operands (OneStepAdd): no dequantization, no quotient.
-    Value rf = b.create<arith::SIToFPOp>(
-        k.loc, vf,
-        b.create<arith::ExtUIOp>(k.loc, k.like(vf, k.i32), k.concat(r)));
+    Value rf = b.create<arith::SIToFPOp>(k.loc, vf, rI32);
     Value v = b.create<math::FmaOp>(k.loc, rf, k.splatF(ep.addB, lanes),
                                     k.splatF(ep.addC, lanes));
     Value t = b.create<math::FmaOp>(k.loc, u, k.splatF(ep.addA, lanes), v);
@@ -1041,8 +1074,7 @@ void qatc::codegen::emitEpilogue(KB &k, const Epilogue &ep,
   if (ep.hasResidual)
     y = b.create<arith::AddFOp>(
         k.loc, y,
-        ep.resF32 ? k.concat(r)
-                  : k.dequantize(k.concat(r), ep.resZp, ep.resScale));
+        ep.resF32 ? rF32 : k.dequantizeI32(rI32, ep.resZp, ep.resScale));
   if (ep.hasPost && !postJoins)
     y = clamp(y, ep.postLo, ep.postHi);
   if (ep.chain) {
@@ -1338,6 +1370,27 @@ void qatc::codegen::emitDenseConv(KB &k, Isa isa, const DenseConvSpec &s) {
           pix.push_back(k.add(p0, k.c(m)));
         }
         s.rowEpilogue(k, s, rows, pix);
+        return;
+      }
+      if (s.interleaved) {
+        // Pixels in batches of epilogueBatch vectors, each pixel's 64
+        // channels one store.
+        const int64_t batch =
+            std::max<int64_t>(1, int64_t(epilogueBatch(k)) / s.NV);
+        for (int64_t m0 = 0; m0 < mr; m0 += batch) {
+          SmallVector<Value> vs, outs, res;
+          for (int64_t m = m0; m < std::min(mr, m0 + batch); ++m) {
+            vs.append(accs.begin() + m * s.NV, accs.begin() + (m + 1) * s.NV);
+            Value p = k.add(p0, k.c(m));
+            outs.push_back(
+                k.at(s.outOff, k.add(k.mul(p, k.c(s.outCS)), c0), 1));
+            if (s.ep.hasResidual)
+              res.push_back(
+                  k.at(s.ep.resOff, k.add(k.mul(p, k.c(s.ep.resCS)), c0), 1));
+          }
+          emitEpilogue(k, s.ep, vs, c0, k.channelMask(c0, s.OC, 16), outs, res,
+                       /*interleaved64=*/true);
+        }
         return;
       }
       for (int64_t v = 0; v < s.NV; ++v) {

@@ -232,6 +232,8 @@ public:
   mlir::Value divide(mlir::Value x, mlir::Value d);
   /// DequantizeLinear of stored u8 `q` (scalar or vector): (q - zp) * scale.
   mlir::Value dequantize(mlir::Value q, int64_t zp, float scale);
+  /// dequantize of stored values already widened to i32 (zero-extended).
+  mlir::Value dequantizeI32(mlir::Value qi, int64_t zp, float scale);
 };
 
 /// acc + dot4(u8 a, s8 b) per i32 lane (vpdpbusd semantics, exact: no
@@ -349,8 +351,8 @@ struct Epilogue {
 /// `interleaved64`: each pixel is 4 vectors of 64 channels from c0 in the
 /// order `interleave64` gives them (vector v, lane 4l + i: channel 16l + 4v
 /// + i), one pointer in `outs` per pixel; the epilogue's own per-channel
-/// arrays are stored in that order (`interleave64Index`), and the result
-/// is quantized (no residual).
+/// arrays are stored in that order (`interleave64Index`), the result is
+/// quantized, and a residual (stored bytes) is one pointer per pixel.
 void emitEpilogue(KB &k, const Epilogue &ep, llvm::ArrayRef<mlir::Value> accs,
                   mlir::Value c0, mlir::Value mask,
                   llvm::ArrayRef<mlir::Value> outs,
@@ -402,6 +404,13 @@ struct DenseConvSpec : ConvSpec {
                      llvm::ArrayRef<llvm::SmallVector<mlir::Value>> rows,
                      llvm::ArrayRef<mlir::Value> pixels)>
       rowEpilogue;
+  /// int8 on AVX-512, every block 64 quantized channels:
+  /// the weights, zero-point terms and epilogue arrays hold each block in
+  /// interleave64Index's order, so a pixel's 4 accumulators pack in-lane
+  /// into its 64 bytes, one store (emitEpilogue's `interleaved64`) where
+  /// the channel-major epilogue takes a vpermd per 4 pixels and a
+  /// vextracti32x4 per pixel and vector.
+  bool interleaved = false;
   /// Input channels the K loop reads (0: the channel stride for int8, IC for
   /// f32); a group of a grouped convolution reads fewer than the stride.
   int64_t KC = 0;
