@@ -59,19 +59,6 @@ void tdpbusd(KB &k, int64_t c, int64_t a, int64_t b) {
   asmStatement(k, "tdpbusd " + tmm(b) + ", " + tmm(a) + ", " + tmm(c), "", {});
 }
 
-/// `bytes` of stack in the layer function's entry block (never inside a
-/// loop, where each iteration would take more).
-Value entryAlloca(KB &k, int64_t bytes) {
-  Operation *fn = k.b.getInsertionBlock()->getParentOp();
-  while (!isa<func::FuncOp>(fn))
-    fn = fn->getParentOp();
-  OpBuilder::InsertionGuard guard(k.b);
-  k.b.setInsertionPointToStart(&fn->getRegion(0).front());
-  auto type = LLVM::LLVMArrayType::get(k.i8, bytes);
-  return k.b.create<LLVM::AllocaOp>(k.loc, k.ptr, type, k.c(1),
-                                    /*alignment=*/64);
-}
-
 /// Copies `n` bytes (a constant) from `src` to `dst` in 64-byte vectors, the
 /// last one masked.
 void copyBytes(KB &k, Value dst, Value src, int64_t n) {
@@ -95,7 +82,7 @@ void qatc::codegen::emitAmxConv(KB &k, const AmxSpec &s) {
   const int64_t blockTiles = MT * NT, bufferBytes = blockTiles * 1024;
   // The accumulators' buffer, then a row that no output pixel's results go
   // to.
-  Value scratch = entryAlloca(k, bufferBytes + 256);
+  Value scratch = k.entryAlloca(bufferBytes + 256);
   Value junk = k.gep(scratch, bufferBytes);
   // The tile configuration, a constant: palette 1, every tile 16 rows of
   // 64 bytes (colsb at 16, rows at 48). Stored on the stack, not read from
@@ -109,7 +96,7 @@ void qatc::codegen::emitAmxConv(KB &k, const AmxSpec &s) {
     cfg[48 + t] = 16;
   }
   auto cfgType = VectorType::get({64}, k.i8);
-  Value cfgAt = entryAlloca(k, 64);
+  Value cfgAt = k.entryAlloca(64);
   k.store(k.b.create<arith::ConstantOp>(
               k.loc, cfgType,
               DenseElementsAttr::get(cfgType, ArrayRef<int8_t>(cfg))),

@@ -231,6 +231,9 @@ public:
   /// cores; a GELU's x / sqrt(2) took one per 16 outputs); else a division.
   mlir::Value divide(mlir::Value x, mlir::Value d);
   /// DequantizeLinear of stored u8 `q` (scalar or vector): (q - zp) * scale.
+  /// `bytes` of stack, 64-byte aligned, in the layer function's entry block
+  /// (never inside a loop, where each iteration would take more).
+  mlir::Value entryAlloca(int64_t bytes);
   mlir::Value dequantize(mlir::Value q, int64_t zp, float scale);
   /// dequantize of stored values already widened to i32 (zero-extended).
   mlir::Value dequantizeI32(mlir::Value qi, int64_t zp, float scale);

@@ -3,7 +3,8 @@
 // row whose taps all lie inside the image is one loop of KW * K steps; a
 // row reaching into the padding keeps the loop per tap, which reads the
 // padding row. Tiles of 16 pixels inside one output row address them from
-// the first. Weights of 256 KB or more: each K step prefetches a line of
+// the first. Windows of up to 16 int8 K steps are copied per tile into
+// patches that one K loop reads. Weights of 256 KB or more: each K step prefetches a line of
 // the next channel block's weights into L2 (none in the small cases); an
 // f32 block of 64 channels past 768 KB becomes two of 32.
 //
@@ -70,25 +71,62 @@ func.func @main(%x: tensor<1x256x4x4xf32>) -> tensor<1x128x4x4xf32> {
 
 // -----
 
-// An int8 3x3 stride-2 stem over 3 channels (a dword a pixel) in tiles of
-// 16 pixels: a tile inside one output row (its first pixel's column plus
-// 15 below the 20 of a row) whose kernel row lies inside the image reads
-// its pixels at constant offsets from the first, 8 bytes apart (stride 2);
-// else each pixel is checked and addressed on its own.
+// An int8 3x3 stride-2 convolution over 8 channels (two dwords a pixel, 18
+// K steps) in tiles of 16 pixels: a tile inside one output row (its first
+// pixel's column plus 15 below the 20 of a row) whose kernel row lies
+// inside the image reads its pixels at constant offsets from the first, 16
+// bytes apart (stride 2); else each pixel is checked and addressed on its
+// own.
 // CHECK-LABEL: func.func @qatc_layer_1(
 // CHECK-SAME: qatc.kernel = "vnni-conv 16x16"
+// CHECK-NOT: llvm.alloca
 // CHECK: scf.for %{{.*}} = %{{.*}} to %c3_i64
 // CHECK: %[[COL:.*]] = arith.remui %{{.*}}, %c20_i64
 // CHECK: %[[LAST:.*]] = arith.addi %[[COL]], %c15_i64
 // CHECK: arith.cmpi ult, %[[LAST]], %c20_i64
 // CHECK: scf.if
 // CHECK: %[[FIRST:.*]] = llvm.getelementptr %arg0
-// CHECK: llvm.getelementptr %[[FIRST]][%c8_i64{{.*}}]
-// CHECK: llvm.getelementptr %[[FIRST]][%c120_i64]
+// CHECK: llvm.getelementptr %[[FIRST]][%c16_i64{{.*}}]
+// CHECK: llvm.getelementptr %[[FIRST]][%c240_i64]
 // CHECK: scf.for
 // CHECK: llvm.x86.avx512.vpdpbusd.512
 // CHECK: } else {
 // CHECK: scf.if
+// CHECK: func.func @qatc_layer_2(
+func.func @main(%x: tensor<1x8x20x40xf32>) -> tensor<1x16x10x20xf32> {
+  %s = onnx.Constant dense<0.05> : tensor<f32>
+  %z = onnx.Constant dense<0> : tensor<ui8>
+  %so = onnx.Constant dense<0.1> : tensor<f32>
+  %ws = onnx.Constant dense<0.01> : tensor<16xf32>
+  %wz = onnx.Constant dense<0> : tensor<16xi8>
+  %wq = onnx.Constant dense<3> : tensor<16x8x3x3xi8>
+  %q = onnx.QuantizeLinear(%x, %s, %z) : (tensor<1x8x20x40xf32>, tensor<f32>, tensor<ui8>) -> tensor<1x8x20x40xui8>
+  %dq = onnx.DequantizeLinear(%q, %s, %z) : (tensor<1x8x20x40xui8>, tensor<f32>, tensor<ui8>) -> tensor<1x8x20x40xf32>
+  %w = onnx.DequantizeLinear(%wq, %ws, %wz) {axis = 0 : i64} : (tensor<16x8x3x3xi8>, tensor<16xf32>, tensor<16xi8>) -> tensor<16x8x3x3xf32>
+  %c = onnx.Conv(%dq, %w) {kernel_shape = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>} : (tensor<1x8x20x40xf32>, tensor<16x8x3x3xf32>) -> tensor<1x16x10x20xf32>
+  %q2 = onnx.QuantizeLinear(%c, %so, %z) : (tensor<1x16x10x20xf32>, tensor<f32>, tensor<ui8>) -> tensor<1x16x10x20xui8>
+  %y = onnx.DequantizeLinear(%q2, %so, %z) : (tensor<1x16x10x20xui8>, tensor<f32>, tensor<ui8>) -> tensor<1x16x10x20xf32>
+  return %y : tensor<1x16x10x20xf32>
+}
+
+// -----
+
+// The int8 3x3 stride-2 stem over 3 channels (9 K steps): each tile copies
+// its pixels' windows into a stack buffer of 16 patches of 48 bytes (3 rows
+// of 12 bytes, the last copied as 16), a row inside the image as one
+// 16-byte vector, else tap by tap (the padding's dword where the tap lies
+// outside); then one K loop of 9 steps reads the patches.
+// CHECK-LABEL: func.func @qatc_layer_1(
+// CHECK-SAME: qatc.kernel = "vnni-conv 16x16"
+// CHECK: %[[BUF:.*]] = llvm.alloca %{{.*}} x !llvm.array<768 x i8>
+// CHECK: scf.if
+// CHECK: llvm.load %{{.*}} : !llvm.ptr -> vector<16xi8>
+// CHECK: } else {
+// CHECK: llvm.load %{{.*}} : !llvm.ptr -> vector<4xi8>
+// CHECK: llvm.getelementptr %[[BUF]][%c720_i64]
+// CHECK: scf.for %{{.*}} = %{{.*}} to %c9_i64
+// CHECK: llvm.x86.avx512.vpdpbusd.512
+// CHECK-NOT: scf.if {{.*}} -> (vector
 // CHECK: func.func @qatc_layer_2(
 func.func @main(%x: tensor<1x3x20x40xf32>) -> tensor<1x16x10x20xf32> {
   %s = onnx.Constant dense<0.05> : tensor<f32>
