@@ -1325,30 +1325,59 @@ void qatc::codegen::emitDenseConv(KB &k, Isa isa, const DenseConvSpec &s) {
         // Row kh of pixel m's window: one copy of rowCopy bytes where the
         // row lies inside the image (the bytes past rowBytes land in the
         // next row's place, or in the patch's slack, before that row's own
-        // copy), else tap by tap, each inside or the padding.
+        // copy), else tap by tap, each inside or the padding. Where the
+        // tile lies in one output row and kernel row kh of every pixel
+        // inside the image, the pixels' rows are constant offsets from the
+        // first's, with no check each: MobileNetV3-small's stem (16-pixel
+        // tiles of 16 channels) 0.083 -> 0.073 ms, ShuffleNetV2's 0.076 ->
+        // 0.065.
         auto vRow = VectorType::get({rowCopy}, k.i8);
         auto vTap = VectorType::get({inPixelBytes}, k.i8);
-        for (int64_t m = 0; m < mr; ++m)
-          for (int64_t kh = 0; kh < s.KH; ++kh) {
-            Value ih = k.add(ih0[m], k.c(kh));
-            Value dst = k.gep(buf, m * patchBytes + kh * rowBytes);
-            Value inside =
-                k.andi(k.lt(ih, k.c(s.H)), k.lt(iw0[m], k.c(s.W - s.KW + 1)));
-            k.ifElse(
-                inside,
-                [&] {
-                  k.store(k.load(vRow, pixelPointer(k, s, img[m], ih, iw0[m])),
-                          dst);
-                },
-                [&] {
-                  for (int64_t kw = 0; kw < s.KW; ++kw) {
-                    Value iw = k.add(iw0[m], k.c(kw));
-                    Value src = tapPointer(k, s, img[m], ih, iw,
-                                           k.lt(ih, k.c(s.H)), padRow);
-                    k.store(k.load(vTap, src), k.gep(dst, kw * inPixelBytes));
-                  }
-                });
+        const int64_t span = (mr - 1) * s.SW;
+        Value oneRow =
+            k.lt(k.add(k.rem(p0, k.c(s.OW)), k.c(mr - 1)), k.c(s.OW));
+        for (int64_t kh = 0; kh < s.KH; ++kh) {
+          auto each = [&] {
+            for (int64_t m = 0; m < mr; ++m) {
+              Value ih = k.add(ih0[m], k.c(kh));
+              Value dst = k.gep(buf, m * patchBytes + kh * rowBytes);
+              Value inside =
+                  k.andi(k.lt(ih, k.c(s.H)), k.lt(iw0[m], k.c(s.W - s.KW + 1)));
+              k.ifElse(
+                  inside,
+                  [&] {
+                    k.store(
+                        k.load(vRow, pixelPointer(k, s, img[m], ih, iw0[m])),
+                        dst);
+                  },
+                  [&] {
+                    for (int64_t kw = 0; kw < s.KW; ++kw) {
+                      Value iw = k.add(iw0[m], k.c(kw));
+                      Value src = tapPointer(k, s, img[m], ih, iw,
+                                             k.lt(ih, k.c(s.H)), padRow);
+                      k.store(k.load(vTap, src), k.gep(dst, kw * inPixelBytes));
+                    }
+                  });
+            }
+          };
+          if (s.W - s.KW + 1 - span <= 0) {
+            each();
+            continue;
           }
+          Value ih = k.add(ih0[0], k.c(kh));
+          Value fast =
+              k.andi(oneRow, k.andi(k.lt(ih, k.c(s.H)),
+                                    k.lt(iw0[0], k.c(s.W - s.KW + 1 - span))));
+          k.ifElse(
+              fast,
+              [&] {
+                Value first = pixelPointer(k, s, img[0], ih, iw0[0]);
+                for (int64_t m = 0; m < mr; ++m)
+                  k.store(k.load(vRow, k.gep(first, m * s.SW * inPixelBytes)),
+                          k.gep(buf, m * patchBytes + kh * rowBytes));
+              },
+              each);
+        }
         SmallVector<Value> px;
         for (int64_t m = 0; m < mr; ++m)
           px.push_back(k.gep(buf, m * patchBytes));
