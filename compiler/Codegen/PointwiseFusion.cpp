@@ -112,8 +112,16 @@ std::optional<ScalarFn> elementwiseBody(Operation *op) {
                   k.loc,
                   b.create<arith::MulFOp>(k.loc, v[0], fconst(k, v[0], alpha)),
                   fconst(k, v[0], beta));
-              y = b.create<arith::MinimumFOp>(k.loc, y, fconst(k, y, 1.f));
-              y = b.create<arith::MaximumFOp>(k.loc, y, fconst(k, y, 0.f));
+              // A finite input (a chain over an accumulator's affine
+              // image: KB::argRange) gives a finite y: plain vminps /
+              // vmaxps, with no NaN handling (the sign of a zero goes
+              // nowhere: 0 * x, or a gate).
+              auto fm = arith::FastMathFlagsAttr::get(
+                  b.getContext(), k.argRange ? arith::FastMathFlags::nnan |
+                                                   arith::FastMathFlags::nsz
+                                             : arith::FastMathFlags::none);
+              y = b.create<arith::MinimumFOp>(k.loc, y, fconst(k, y, 1.f), fm);
+              y = b.create<arith::MaximumFOp>(k.loc, y, fconst(k, y, 0.f), fm);
               return swish ? b.create<arith::MulFOp>(k.loc, v[0], y) : y;
             };
           })
