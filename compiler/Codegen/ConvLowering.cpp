@@ -319,9 +319,9 @@ LogicalResult GraphLowering::denseConv(
       amxConv(op, s, in, outT, weightAt, residual))
     return success();
   s = packDense(s, weightAt);
-  // A small window's rows are copied in vectors of up to 64 bytes
-  // (emitDenseConv's patches), past the last pixel's bytes.
-  if (s.int8 && s.KH * s.KW > 1 && s.KH * s.KW * s.kSteps() <= 16)
+  // A small window's rows are copied in vectors of up to 64 bytes, past
+  // the last pixel's bytes.
+  if (s.copiesWindows())
     storages[tensors[in].storage].bytes += 64;
   // Threads split the pixels where every thread may read all the weights
   // (256 KiB: an L2's share): then each writes the rows the next layer's

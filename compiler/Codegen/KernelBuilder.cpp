@@ -1163,11 +1163,17 @@ namespace {
 /// operations on wider vectors, which LLVM splits into 16-lane instructions
 /// side by side, so the out-of-order core overlaps their latencies (a SiLU
 /// epilogue is a chain of about 30 dependent instructions).
+///
+/// `interleaved64`: each pixel's accumulators are 4 vectors of the 64
+/// channels from `c` in interleave64's order (emitEpilogue), pixel by
+/// pixel; a batch then takes whole pixels.
 void epilogueAt(KB &k, const ConvSpec &s, ArrayRef<Value> accs,
-                ArrayRef<Value> pix, Value c, Value mask) {
-  const size_t batch = epilogueBatch(k);
-  for (size_t first = 0; first < accs.size(); first += batch) {
-    size_t n = std::min<size_t>(batch, accs.size() - first);
+                ArrayRef<Value> pix, Value c, Value mask,
+                bool interleaved64 = false) {
+  const size_t perPixel = interleaved64 ? 4 : 1;
+  const size_t batch = std::max<size_t>(1, epilogueBatch(k) / perPixel);
+  for (size_t first = 0; first < pix.size(); first += batch) {
+    size_t n = std::min<size_t>(batch, pix.size() - first);
     SmallVector<Value> outs, res;
     for (size_t i = first; i < first + n; ++i) {
       Value channel = k.add(k.mul(pix[i], k.c(s.outCS)), c);
@@ -1177,7 +1183,8 @@ void epilogueAt(KB &k, const ConvSpec &s, ArrayRef<Value> accs,
                            k.add(k.mul(pix[i], k.c(s.ep.resCS)), c),
                            s.ep.resF32 ? 4 : 1));
     }
-    emitEpilogue(k, s.ep, accs.slice(first, n), c, mask, outs, res);
+    emitEpilogue(k, s.ep, accs.slice(first * perPixel, n * perPixel), c, mask,
+                 outs, res, interleaved64);
   }
 }
 
@@ -1195,17 +1202,12 @@ void qatc::codegen::emitDenseConv(KB &k, Isa isa, const DenseConvSpec &s) {
   // rows, so small maps (7x7, 14x14) waste no tile on a row's tail.
   const int64_t P = s.N * s.OH * s.OW, tiles = (P + s.MR - 1) / s.MR;
   const int64_t tail = P % s.MR;
-  // 1x1, stride 1, no padding: output pixel p reads input pixel p.
-  const bool pointwise = s.KH == 1 && s.KW == 1 && s.SH == 1 && s.SW == 1 &&
-                         s.PT == 0 && s.PL == 0 && s.H == s.OH && s.W == s.OW;
+  const bool pointwise = s.pointwise();
   const int64_t inPixelBytes = s.inCS * (s.int8 ? 1 : 4);
-  // A kernel row's taps are adjacent pixels, and a pixel holds exactly its
-  // K steps: the row is one run of KW * KS steps. A row of the 7x7 stem
-  // over 3 channels is one loop of 21 (int8: 7) steps, not 7 loops of 3
-  // (1) that each recompute 6 tap addresses. Rows reaching into the
-  // padding keep the loop per tap.
-  const bool foldRows = !pointwise && s.DW == 1 && s.KW > 1 && s.KW <= s.W &&
-                        KS <= 8 && inPixelBytes == KS * 4;
+  // A row of the 7x7 stem over 3 channels is one loop of 21 (int8: 7)
+  // steps, not 7 loops of 3 (1) that each recompute 6 tap addresses. Rows
+  // reaching into the padding keep the loop per tap.
+  const bool foldRows = s.foldsRows();
   // A small window over few channels (the 3x3 stems over 3 channels: 9 K
   // steps) is copied per tile into a stack buffer, each pixel's window one
   // row of it (`patchBytes` apart), and the K loop reads that as a pointwise
@@ -1218,8 +1220,7 @@ void qatc::codegen::emitDenseConv(KB &k, Isa isa, const DenseConvSpec &s) {
   // 6-12 % longer.
   const int64_t windowSteps = s.KH * s.KW * KS;
   const int64_t rowBytes = s.KW * inPixelBytes;
-  const bool patches =
-      s.int8 && foldRows && windowSteps <= 16 && s.DH == 1 && rowBytes <= 64;
+  const bool patches = s.copiesWindows();
   const int64_t rowCopy = rowBytes <= 16 ? 16 : rowBytes <= 32 ? 32 : 64;
   const int64_t patchBytes =
       (std::max(windowSteps * 4, (s.KH - 1) * rowBytes + rowCopy) + 15) / 16 *
@@ -1238,7 +1239,6 @@ void qatc::codegen::emitDenseConv(KB &k, Isa isa, const DenseConvSpec &s) {
   // model, 0.31 ms alone (their weights in L2), and take 0.31-0.32 ms with
   // the prefetch; the plan 0.955 of its time (median of 8 paired rounds, 8
   // faster; 64 KB: 0.968, other zoo plans within the noise either way).
-  const int64_t tileSteps = s.KH * s.KW * KS;
   const bool prefetchNext = !s.packedInArena && blocks >= 2 && tiles >= 2 &&
                             blocks * blockBytes >= (256 << 10);
   // Each tile's part of the next block and the prefetch step through it,
@@ -1248,7 +1248,7 @@ void qatc::codegen::emitDenseConv(KB &k, Isa isa, const DenseConvSpec &s) {
     if (!prefetchNext)
       return;
     pfPart = k.div(k.c(blockBytes), shares);
-    pfStride = k.div(k.add(pfPart, k.c(tileSteps - 1)), k.c(tileSteps));
+    pfStride = k.div(k.add(pfPart, k.c(windowSteps - 1)), k.c(windowSteps));
   };
   // The work of output block `blk` (NB channels) over the `mr` pixels from
   // `p0`; the tile prefetches part `share` of the next block.
@@ -1466,24 +1466,12 @@ void qatc::codegen::emitDenseConv(KB &k, Isa isa, const DenseConvSpec &s) {
         return;
       }
       if (s.interleaved) {
-        // Pixels in batches of epilogueBatch vectors, each pixel's 64
-        // channels one store.
-        const int64_t batch =
-            std::max<int64_t>(1, int64_t(epilogueBatch(k)) / s.NV);
-        for (int64_t m0 = 0; m0 < mr; m0 += batch) {
-          SmallVector<Value> vs, outs, res;
-          for (int64_t m = m0; m < std::min(mr, m0 + batch); ++m) {
-            vs.append(accs.begin() + m * s.NV, accs.begin() + (m + 1) * s.NV);
-            Value p = k.add(p0, k.c(m));
-            outs.push_back(
-                k.at(s.outOff, k.add(k.mul(p, k.c(s.outCS)), c0), 1));
-            if (s.ep.hasResidual)
-              res.push_back(
-                  k.at(s.ep.resOff, k.add(k.mul(p, k.c(s.ep.resCS)), c0), 1));
-          }
-          emitEpilogue(k, s.ep, vs, c0, k.channelMask(c0, s.OC, 16), outs, res,
-                       /*interleaved64=*/true);
-        }
+        // Each pixel's 64 channels one store.
+        SmallVector<Value> pix;
+        for (int64_t m = 0; m < mr; ++m)
+          pix.push_back(k.add(p0, k.c(m)));
+        epilogueAt(k, s, accs, pix, c0, k.channelMask(c0, s.OC, 16),
+                   /*interleaved64=*/true);
         return;
       }
       for (int64_t v = 0; v < s.NV; ++v) {

@@ -230,10 +230,10 @@ public:
   /// FMAs giving the same bits (vdivps issues one every 10 cycles on Intel
   /// cores; a GELU's x / sqrt(2) took one per 16 outputs); else a division.
   mlir::Value divide(mlir::Value x, mlir::Value d);
-  /// DequantizeLinear of stored u8 `q` (scalar or vector): (q - zp) * scale.
   /// `bytes` of stack, 64-byte aligned, in the layer function's entry block
   /// (never inside a loop, where each iteration would take more).
   mlir::Value entryAlloca(int64_t bytes);
+  /// DequantizeLinear of stored u8 `q` (scalar or vector): (q - zp) * scale.
   mlir::Value dequantize(mlir::Value q, int64_t zp, float scale);
   /// dequantize of stored values already widened to i32 (zero-extended).
   mlir::Value dequantizeI32(mlir::Value qi, int64_t zp, float scale);
@@ -420,6 +420,24 @@ struct DenseConvSpec : ConvSpec {
   /// K loop steps per tap: dwords of 4 channels (int8) or floats.
   int64_t kSteps() const {
     return int8 ? (KC ? KC : inCS) / 4 : (KC ? KC : IC);
+  }
+  /// 1x1, stride 1, no padding: output pixel p reads input pixel p.
+  bool pointwise() const {
+    return KH == 1 && KW == 1 && SH == 1 && SW == 1 && PT == 0 && PL == 0 &&
+           H == OH && W == OW;
+  }
+  /// A kernel row's taps are adjacent pixels, and a pixel holds exactly its
+  /// K steps: the row is one run of KW * kSteps() steps (emitDenseConv).
+  bool foldsRows() const {
+    return !pointwise() && DW == 1 && KW > 1 && KW <= W && kSteps() <= 8 &&
+           inCS * (int8 ? 1 : 4) == kSteps() * 4;
+  }
+  /// An int8 window of up to 16 K steps whose rows fold, each row at most
+  /// 64 bytes: each tile copies its pixels' windows into patches
+  /// (emitDenseConv), reading up to 64 bytes past a row's last pixel.
+  bool copiesWindows() const {
+    return int8 && foldsRows() && KH * KW * kSteps() <= 16 && DH == 1 &&
+           KW * inCS <= 64;
   }
   /// The (channel block, pixel tile) pairs the threads share.
   int64_t workItems() const {
