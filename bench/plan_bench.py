@@ -10,7 +10,9 @@ for each thread count; prints a table with the ratios and qatc's share of
 the int8 peak on its conv/matmul layers. Give a Q/DQ model and its float
 twin as separate entries (NAME_qdq.onnx, NAME_float.onnx): a second table
 puts them side by side (ORT fp32, ORT int8, qatc fp32, qatc int8 and qatc
-int8's speedups). Medians only (the machine is shared and noisy).
+int8's speedups). With several thread counts a third table gives each
+model's speedup over the fewest threads, qatc's beside ORT's. Medians only
+(the machine is shared and noisy).
 
 With --rounds R every measurement (qatc, ORT, the compare target, PyTorch)
 is taken R times, the contenders alternating within each round, and each
@@ -208,6 +210,20 @@ def main():
             print(f"{base:22s} {t:3d} {of:9.3f} {oi:9.3f}{ucol} {tcol} {qf:9.3f} "
                   f"{qi:9.3f}  {oi / qi:10.2f}x {of / qi:10.2f}x {tvs} "
                   f"{qf / qi:10.2f}x {pi:15.1f}{ocol}")
+    # Thread scaling: each model's median on the fewest threads over its
+    # median on each other count, qatc beside ORT (the same runs as above).
+    ts = sorted(set(args.threads))
+    if len(ts) > 1:
+        by = {(name, t): (o, q) for name, t, o, q, *_ in rows}
+        print()
+        cols = "".join(f" {'qatc %d/%d' % (t, ts[0]):>10s} {'ORT %d/%d' % (t, ts[0]):>9s}"
+                       for t in ts[1:])
+        print(f"{'model':28s}{cols}")
+        for name, *_ in specs:
+            o0, q0 = by[(name, ts[0])]
+            print(f"{name:28s}" + "".join(
+                f" {q0 / by[(name, t)][1]:9.2f}x {o0 / by[(name, t)][0]:8.2f}x"
+                for t in ts[1:]))
     return 0
 
 
