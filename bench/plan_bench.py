@@ -43,6 +43,11 @@ def main():
     ap.add_argument("--qatc", default=os.path.join(ROOT, "build", "bin", "qatc"))
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--runs", type=int, default=300)
+    ap.add_argument("--min-ms", type=float, default=300,
+                    help="time at least this many ms per measurement: a "
+                         "model faster than min-ms / runs runs more often "
+                         "(qatc and ORT alike), so a sub-millisecond model's "
+                         "median is not a handful of runs")
     ap.add_argument("--rounds", type=int, default=1,
                     help="measure everything this many times, alternating, "
                          "and report the median of the rounds' medians")
@@ -99,18 +104,28 @@ def main():
                 onnx.save(ort_qdq(onnx.load(model)), path)
                 ort_u8[name] = path
 
-    def ort_time(model, feeds, t):
+    def ort_time(model, feeds, t, runs):
         env = dict(os.environ, ORT_THREADS=str(t))
         return json.loads(subprocess.run(
             ["node", os.path.join(ROOT, "tests", "ort", "time.js"), model,
-             str(args.runs)] + feeds, check=True,
+             str(runs)] + feeds, check=True,
             capture_output=True, text=True, env=env).stdout)["median_ms"]
 
-    def bench(plan, t):
+    def bench(plan, t, runs, warmup=10):
         return json.loads(subprocess.run(
             [args.qatc, "bench", plan, "--threads", str(t), "--iterations",
-             str(args.runs), "--json"], check=True, capture_output=True,
-            text=True).stdout)
+             str(runs), "--warmup", str(warmup), "--json"], check=True,
+            capture_output=True, text=True).stdout)
+
+    # Runs per measurement of each model and thread count: at least --runs,
+    # and enough to fill --min-ms at qatc's speed (a quick estimate), the
+    # same count for every contender.
+    runs_for = {}
+    for name, _, plan, _, _ in specs:
+        for t in args.threads:
+            est = bench(plan, t, 5, warmup=2)["median_ms"]
+            runs_for[(name, t)] = min(5000, max(
+                args.runs, int(args.min_ms / max(est, 1e-3)) + 1))
 
     samples = {}  # (name, threads) -> {what: [ms per round]}
     # PyTorch's int8 engine on the same architecture (its own quantization
@@ -124,8 +139,9 @@ def main():
         for name, model, plan, feeds, plan2 in specs:
             for t in args.threads:
                 got = samples.setdefault((name, t), {})
-                q = bench(plan, t)
-                o = ort_time(model, feeds, t)
+                n = runs_for[(name, t)]
+                q = bench(plan, t, n)
+                o = ort_time(model, feeds, t, n)
                 # Conv/matmul layers of the plan's main precision, against
                 # that precision's peak as `qatc bench` measures it
                 # (rt::measureHostPeak).
@@ -142,10 +158,11 @@ def main():
                 got.setdefault("qatc", []).append(q["median_ms"])
                 got.setdefault("ort", []).append(o)
                 if name in ort_u8:
-                    got.setdefault("ortu8", []).append(ort_time(ort_u8[name], feeds, t))
+                    got.setdefault("ortu8", []).append(
+                        ort_time(ort_u8[name], feeds, t, n))
                 got.setdefault("peak", []).append(peak)
                 if plan2:
-                    got.setdefault("other", []).append(bench(plan2, t)["median_ms"])
+                    got.setdefault("other", []).append(bench(plan2, t, n)["median_ms"])
         # PyTorch in the same round; a model it cannot quantize is tried once.
         for base in torch_bases:
             for t in args.threads:
