@@ -159,10 +159,11 @@ void Session::writeInputs(int tid) {
     const uint8_t *from = static_cast<const uint8_t *>(src);
     uint8_t *to = arena_ + t.offset;
     // Thread k's share of the plane at p starts at the first arena line
-    // from p + plane * k / threads (the arena is 64-byte aligned).
+    // from p + plane * k / threads (the arena is 64-byte aligned); thread
+    // 0's at p itself, which need not start a line.
     auto boundary = [&](size_t p, int k) {
-      if (k == 0 || k == threads_)
-        return p + (k ? plane : 0);
+      if (k == 0)
+        return p;
       size_t at = t.offset + p + plane * k / threads_;
       return std::min(p + plane, (at + 63) / 64 * 64 - t.offset);
     };
