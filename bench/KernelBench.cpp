@@ -65,6 +65,9 @@ const Case kCases[] = {
     {"int8/depthwise3x3_144_56", 144, 144, 56, 56, 3, 1, 144, true},
     {"int8/depthwise3x3_960_7", 960, 960, 7, 7, 3, 1, 960, true},
     {"int8/depthwise3x3s2_96_112", 96, 96, 112, 112, 3, 2, 96, true},
+    // Stride 2 in wide blocks alone, its input in L2: the case above adds
+    // 32 channels in narrow blocks and an input (1.2 MB) streamed from L3.
+    {"int8/depthwise3x3s2_128_56", 128, 128, 56, 56, 3, 2, 128, true},
     {"int8/depthwise3x3_72_28", 72, 72, 28, 28, 3, 1, 72, true},
     {"int8/depthwise5x5_240_14", 240, 240, 14, 14, 5, 1, 240, true},
     {"int8/gemm_2048to1000", 2048, 1000, 1, 1, 1, 1, 1, true, true},
