@@ -194,6 +194,15 @@ void Session::runLayers(int tid) {
   using Clock = std::chrono::steady_clock;
   // Thread 0 moves the shares between runs only.
   const bool timed = threads_ > 1 && adaptive_;
+  // Where the threads meet depends on these, so every thread reads them
+  // once, here, before the first barrier: the caller sets them between
+  // runs, and may do so as soon as it has passed the run's last barrier,
+  // while a worker still walks the run's last, unshared layers. Read per
+  // layer, a worker that lagged there (descheduled on a loaded host) saw
+  // profiling switched on for the next run and met once more than the
+  // caller: `qatc bench --threads 2` (timed runs, then profiled ones) hung
+  // in a test run beside others.
+  const bool profiling = profiling_, hasCallback = static_cast<bool>(callback_);
   Workers::Busy &busy = workers_->busy[tid];
   writeInputs(tid);
   if (threads_ > 1)
@@ -219,21 +228,21 @@ void Session::runLayers(int tid) {
     // last met writes, or writes what such a layer reads (the manifest's
     // flag), and after the last shared layer: the caller reads the outputs.
     bool meet = i + 1 < m.layers.size() ? m.layers[i + 1].sync : shared;
-    if (threads_ > 1 && (meet || profiling_ || callback_)) {
+    if (threads_ > 1 && (meet || profiling || hasCallback)) {
       workers_->barrier();
       shared = false;
     }
     if (tid == 0) {
-      if (profiling_) {
+      if (profiling) {
         auto now = Clock::now();
         layerSeconds_[i] += std::chrono::duration<double>(now - last).count();
         last = now;
       }
-      if (callback_)
+      if (hasCallback)
         callback_(i, arena_);
     }
     // With a callback, the others wait until thread 0 has looked.
-    if (callback_ && threads_ > 1)
+    if (hasCallback && threads_ > 1)
       workers_->barrier();
   }
 }

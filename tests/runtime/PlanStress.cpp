@@ -233,6 +233,43 @@ int sharesMode(const char *path, int runs) {
   return mismatches ? 1 : 0;
 }
 
+/// Profiling and the layer callback switched between runs, as `qatc bench`
+/// does (timed runs, then profiled ones), on more threads than cores, so
+/// that a worker is often descheduled at a run's end: the threads must
+/// still meet alike in every run (each reads the switches once per run).
+/// A hang here is the failure; the results must match a lone session's.
+int profileMode(const char *path, int runs, int workers) {
+  auto plan = load(path);
+  if (!plan)
+    return 1;
+  const plan::Manifest &m = plan->manifest();
+  std::vector<Bytes> expected;
+  {
+    rt::Session lone(*plan, 1);
+    if (!runOnce(lone, m, makeInputs(m, 0), expected))
+      return 1;
+  }
+  rt::Session session(*plan, workers);
+  std::vector<Bytes> inputs = makeInputs(m, 0), out;
+  int mismatches = 0;
+  size_t seen = 0;
+  for (int r = 0; r < runs; ++r) {
+    session.setProfiling(r % 3 == 1);
+    if (r % 5 == 4)
+      session.setLayerCallback([&](size_t, const uint8_t *) { ++seen; });
+    else
+      session.setLayerCallback(nullptr);
+    if (!runOnce(session, m, inputs, out))
+      return 1;
+    mismatches += out != expected;
+  }
+  std::printf("profile: %d runs on %d threads switching profiling and the "
+              "layer callback between runs: %d results differ from a lone "
+              "session's, %zu callbacks\n",
+              runs, workers, mismatches, seen);
+  return mismatches || seen != (runs / 5) * m.layers.size() ? 1 : 0;
+}
+
 bool sanitized = false;
 
 int soakMode(const char *path, int runs, int workers) {
@@ -296,9 +333,10 @@ int arg(int argc, char **argv, int i, int fallback) {
 
 int main(int argc, char **argv) {
   if (argc < 3) {
-    std::fprintf(stderr,
-                 "usage: %s threads|shares|soak|reload PLAN [counts...]\n",
-                 argv[0]);
+    std::fprintf(
+        stderr,
+        "usage: %s threads|shares|soak|reload|profile PLAN [counts...]\n",
+        argv[0]);
     return 2;
   }
   std::string mode = argv[1];
@@ -313,6 +351,9 @@ int main(int argc, char **argv) {
     return sharesMode(argv[2], arg(argc, argv, 3, 20));
   if (mode == "soak")
     return soakMode(argv[2], arg(argc, argv, 3, 20000), arg(argc, argv, 4, 1));
+  if (mode == "profile")
+    return profileMode(argv[2], arg(argc, argv, 3, 2000),
+                       arg(argc, argv, 4, 3));
   if (mode == "reload")
     return reloadMode(argv[2], arg(argc, argv, 3, 100));
   std::fprintf(stderr, "unknown mode '%s'\n", mode.c_str());
