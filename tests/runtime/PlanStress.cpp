@@ -17,6 +17,10 @@
 //     Load, run and unload the plan `cycles` times: open descriptors and
 //     mappings (/proc/self/fd, /proc/self/maps) as after the first cycle,
 //     resident memory within 1 MiB.
+//   qatc-plan-stress profile PLAN [runs] [workers]
+//     One session of `workers` threads (3: more than a 2-core host has),
+//     profiling and the layer callback switched between runs: no hang,
+//     every output equal to a lone session's, every callback made.
 //   A last argument `sanitized` (the ASan build) keeps the descriptor check
 //   and reports the memory figures without limits: ASan's allocator and
 //   quarantine hold freed memory on purpose, and LeakSanitizer checks for
