@@ -247,14 +247,14 @@ int profileMode(const char *path, int runs, int workers) {
   if (!plan)
     return 1;
   const plan::Manifest &m = plan->manifest();
-  std::vector<Bytes> expected;
+  const std::vector<Bytes> inputs = makeInputs(m, 0);
+  std::vector<Bytes> expected, out;
   {
     rt::Session lone(*plan, 1);
-    if (!runOnce(lone, m, makeInputs(m, 0), expected))
+    if (!runOnce(lone, m, inputs, expected))
       return 1;
   }
   rt::Session session(*plan, workers);
-  std::vector<Bytes> inputs = makeInputs(m, 0), out;
   int mismatches = 0;
   size_t seen = 0;
   for (int r = 0; r < runs; ++r) {
