@@ -1190,7 +1190,178 @@ void epilogueAt(KB &k, const ConvSpec &s, ArrayRef<Value> accs,
 
 } // namespace
 
+/// DenseConvSpec::pipelined: the int8 pointwise convolution in tiles of MR
+/// pixels x 64 channels, each tile's K loop cut into MR + 1 segments with one
+/// pixel of the previous tile's epilogue between them. The previous tile's
+/// accumulators wait in a stack buffer, from which the epilogue's
+/// conversions read them as memory operands.
+///
+/// Why: a residual epilogue is about 14 vector instructions per 16 outputs.
+/// After a 6x64 tile's K loop, its 24 epilogues (about 330 instructions)
+/// filled the out-of-order window, and the next tile's vpdpbusd waited
+/// behind them: ResNet-50's 64 -> 256 residual tile took 298 cycles, its K
+/// loop 187 and its epilogue 100 (Zen 5, the loops timed alone). Between
+/// the segments, each pixel's epilogue overlaps the products. With 16
+/// accumulators, 4 weight vectors and 4 broadcasts live, the epilogue keeps
+/// about 8 registers. Deferring whole 6x64 epilogues the same way spilled
+/// around every segment and was slower (docs/Design.md).
+static void emitPipelinedPointwise(KB &k, Isa isa, const DenseConvSpec &s) {
+  OpBuilder &b = k.b;
+  const int64_t MR = s.MR, NB = 64, KS = s.kSteps();
+  const int64_t blocks = (s.OC + NB - 1) / NB, blockBytes = KS * NB * 4;
+  const int64_t P = s.N * s.OH * s.OW, whole = P / MR, tail = P % MR;
+  const int64_t tiles = whole + (tail ? 1 : 0);
+  auto v16i32 = VectorType::get({16}, k.i32);
+  Value buf = k.entryAlloca(MR * 4 * 64);
+  // Where the epilogue before the first tile stores and reads: it has no
+  // tile to finish, and branching around it cost more than the 4 stores.
+  Value scratch = k.entryAlloca(128);
+  // The segments' bounds plus a volatile 0: with constant bounds LLVM
+  // unrolled the short segment loops, scheduled their loads ahead and
+  // spilled them (5.5 KB of stack in the residual layers).
+  Value zeroSlot = k.entryAlloca(8);
+  b.create<LLVM::StoreOp>(k.loc, b.create<arith::ConstantIntOp>(k.loc, 0, 64),
+                          zeroSlot, 8, /*isVolatile=*/true);
+  auto bound = [&](int64_t v) {
+    return k.add(k.c(v),
+                 b.create<LLVM::LoadOp>(k.loc, b.getI64Type(), zeroSlot, 8,
+                                        /*isVolatile=*/true));
+  };
+  // This thread's work items (block, tile), as emitDenseConv shares them:
+  // split by pixels, the blocks outermost over the thread's tiles.
+  Value begin, end, first, count, shares;
+  if (s.splitPixels) {
+    std::tie(first, end) = k.share(tiles);
+    count = b.create<arith::MaxSIOp>(k.loc, k.sub(end, first), k.c(1));
+    begin = k.c(0);
+    end = k.mul(k.sub(end, first), k.c(blocks));
+    shares = count;
+  } else {
+    std::tie(begin, end) = k.share(blocks * tiles);
+    shares = k.c(tiles);
+  }
+  auto itemAt = [&](Value i) -> std::pair<Value, Value> {
+    if (s.splitPixels)
+      return {k.div(i, count), k.add(first, k.rem(i, count))};
+    return {k.div(i, k.c(tiles)), k.rem(i, k.c(tiles))};
+  };
+  // Each tile prefetches its part of the next block's weights into L2, a
+  // line per K step (emitDenseConv's prefetchNext).
+  const bool prefetchNext = blocks >= 2 && blocks * blockBytes >= (256 << 10);
+  Value pfPart, pfStride;
+  if (prefetchNext) {
+    pfPart = k.div(k.c(blockBytes), shares);
+    pfStride = k.div(k.add(pfPart, k.c(KS - 1)), k.c(KS));
+  }
+  // K steps [from, to) of the pixels `px` against the block at `w`.
+  auto kSegment = [&](ArrayRef<Value> px, Value w, Value pf, int64_t from,
+                      int64_t to, ValueRange init) -> SmallVector<Value> {
+    if (from >= to)
+      return SmallVector<Value>(init.begin(), init.end());
+    return k.loop(
+        bound(from), bound(to), 1, init,
+        [&](Value ks, ValueRange a) -> SmallVector<Value> {
+          if (pf)
+            b.create<LLVM::Prefetch>(
+                k.loc, k.gep(pf, k.mul(ks, pfStride)), b.getI32IntegerAttr(0),
+                b.getI32IntegerAttr(2), b.getI32IntegerAttr(1));
+          Value kOff = k.mul(ks, k.c(4));
+          SmallVector<Value> av, wv, next;
+          for (Value p : px)
+            av.push_back(k.splat(k.load(k.i32, k.gep(p, kOff)), 16));
+          Value wK = k.gep(w, k.mul(ks, k.c(NB * 4)));
+          for (int64_t v = 0; v < 4; ++v)
+            wv.push_back(k.load(v16i32, k.gep(wK, v * 64)));
+          for (size_t m = 0; m < px.size(); ++m)
+            for (int64_t v = 0; v < 4; ++v)
+              next.push_back(emitDot4(k, isa, a[m * 4 + v], av[m], wv[v]));
+          return next;
+        });
+  };
+  auto initial = [&](Value c0, int64_t mr) {
+    SmallVector<Value> init;
+    for (int64_t m = 0; m < mr; ++m)
+      for (int64_t v = 0; v < 4; ++v)
+        init.push_back(k.load(v16i32, k.weightsAt(s.corrOff + v * 64, c0, 4)));
+    return init;
+  };
+  auto pixels = [&](Value p0, int64_t mr) {
+    SmallVector<Value> px;
+    for (int64_t m = 0; m < mr; ++m)
+      px.push_back(k.at(s.inOff, k.add(p0, k.c(m)), s.inCS));
+    return px;
+  };
+  // Pixel j of the buffered tile (channels from c0, pixels from p0).
+  auto bufferedEpilogue = [&](Value valid, Value c0, Value p0, int64_t j) {
+    SmallVector<Value> accs;
+    for (int64_t v = 0; v < 4; ++v)
+      accs.push_back(b.create<LLVM::LoadOp>(k.loc, v16i32,
+                                            k.gep(buf, (j * 4 + v) * 64), 64));
+    Value pix = k.add(p0, k.c(j));
+    Value out = k.select(
+        valid, k.at(s.outOff, k.add(k.mul(pix, k.c(s.outCS)), c0), 1), scratch);
+    SmallVector<Value> res;
+    if (s.ep.hasResidual)
+      res.push_back(k.select(
+          valid, k.at(s.ep.resOff, k.add(k.mul(pix, k.c(s.ep.resCS)), c0), 1),
+          k.gep(scratch, 64)));
+    emitEpilogue(k, s.ep, accs, c0, k.channelMask(c0, s.OC, 16), {out}, res,
+                 /*interleaved64=*/true);
+  };
+  Value no = b.create<arith::ConstantIntOp>(k.loc, 0, 1);
+  Value yes = b.create<arith::ConstantIntOp>(k.loc, 1, 1);
+  // Carried: whether the buffer holds a tile, and its channels and pixels.
+  SmallVector<Value> last = k.loop(
+      begin, end, 1, ValueRange{no, k.c(0), k.c(0)},
+      [&](Value i, ValueRange prev) -> SmallVector<Value> {
+        auto [blk, t] = itemAt(i);
+        Value c0 = k.mul(blk, k.c(NB));
+        Value p0 = k.mul(t, k.c(MR));
+        Value w = k.weightsAt(s.weightOff, blk, blockBytes);
+        Value pf;
+        if (prefetchNext)
+          pf =
+              k.gep(k.weightsAt(s.weightOff,
+                                b.create<arith::MinSIOp>(
+                                    k.loc, k.add(blk, k.c(1)), k.c(blocks - 1)),
+                                blockBytes),
+                    k.mul(s.splitPixels ? k.rem(i, count) : t, pfPart));
+        auto pipelined = [&]() -> SmallVector<Value> {
+          SmallVector<Value> accs = initial(c0, MR);
+          SmallVector<Value> px = pixels(p0, MR);
+          for (int64_t j = 0; j <= MR; ++j) {
+            accs = kSegment(px, w, pf, KS * j / (MR + 1),
+                            KS * (j + 1) / (MR + 1), accs);
+            if (j < MR)
+              bufferedEpilogue(prev[0], prev[1], prev[2], j);
+          }
+          for (size_t a = 0; a < accs.size(); ++a)
+            b.create<LLVM::StoreOp>(
+                k.loc, accs[a], k.gep(buf, static_cast<int64_t>(a) * 64), 64);
+          return {yes, c0, p0};
+        };
+        if (!tail)
+          return pipelined();
+        // The map's last pixels: a short tile, its epilogue at once.
+        return k.ifElseValues(
+            k.lt(t, k.c(whole)), pipelined, [&]() -> SmallVector<Value> {
+              SmallVector<Value> accs =
+                  kSegment(pixels(p0, tail), w, pf, 0, KS, initial(c0, tail));
+              SmallVector<Value> pix;
+              for (int64_t m = 0; m < tail; ++m)
+                pix.push_back(k.add(p0, k.c(m)));
+              epilogueAt(k, s, accs, pix, c0, k.channelMask(c0, s.OC, 16),
+                         /*interleaved64=*/true);
+              return {prev[0], prev[1], prev[2]};
+            });
+      });
+  for (int64_t j = 0; j < MR; ++j)
+    bufferedEpilogue(last[0], last[1], last[2], j);
+}
+
 void qatc::codegen::emitDenseConv(KB &k, Isa isa, const DenseConvSpec &s) {
+  if (s.pipelined)
+    return emitPipelinedPointwise(k, isa, s);
   OpBuilder &b = k.b;
   const int64_t NB = s.NV * 16;
   const int64_t blocks = (s.OC + NB - 1) / NB;
