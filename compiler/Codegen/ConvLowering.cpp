@@ -91,15 +91,6 @@ DenseConvSpec GraphLowering::packDense(
   s.interleaved = s.int8 && hasAvx512(target.isa) && NB == 64 &&
                   s.OC % 64 == 0 && s.ep.quantOut && !s.ep.resF32 &&
                   !s.rowEpilogue && !s.packedInArena;
-  // A residual epilogue (about 14 instructions per 16 outputs) behind a K
-  // loop of 8 steps or more: tiles of 4 pixels, each K loop running the
-  // previous tile's epilogue (emitDenseConv). Zen 5, 1 thread: ResNet-50's
-  // 64 -> 256 residual layer 190 -> 173 us, its residual layers 0.95 of
-  // their time; plain epilogues (4 instructions) gained nothing.
-  s.pipelined = s.interleaved && s.ep.hasResidual && s.pointwise() &&
-                s.kSteps() >= 8 && s.N * s.OH * s.OW >= 8;
-  if (s.pipelined)
-    s.MR = 4;
   if (s.interleaved) {
     interleaveChannels(s.ep, s.OC, s.OC);
     if (s.corrOff >= 0)
@@ -139,8 +130,7 @@ std::string GraphLowering::denseKernelName(const DenseConvSpec &s) const {
                                                                : "int8-generic")
                                : "fp32-fma";
   return isaName + "-conv " + std::to_string(s.MR) + "x" +
-         std::to_string(s.NV * 16) + (s.pipelined ? " pipelined" : "") +
-         s.ep.chainName;
+         std::to_string(s.NV * 16) + s.ep.chainName;
 }
 
 bool GraphLowering::amxConv(

@@ -414,10 +414,6 @@ struct DenseConvSpec : ConvSpec {
   /// the channel-major epilogue takes a vpermd per 4 pixels and a
   /// vextracti32x4 per pixel and vector.
   bool interleaved = false;
-  /// int8 pointwise with interleaved blocks and a residual epilogue: tiles
-  /// of MR (4) pixels whose K loop runs the previous tile's epilogue pixel
-  /// by pixel between its segments (emitDenseConv).
-  bool pipelined = false;
   /// Input channels the K loop reads (0: the channel stride for int8, IC for
   /// f32); a group of a grouped convolution reads fewer than the stride.
   int64_t KC = 0;

@@ -524,13 +524,12 @@ CASES = {
     "amx_residual_add_c72": lambda b: residual_add_case(b, 72, (7, 6), True),
     "residual_add_c24": lambda b: residual_add_case(b, 24, (7, 9), False),
     "residual_add_downsample_c20": lambda b: residual_add_case(b, 20, (6, 5), True),
-    # The 1x1 conv's residual epilogue pipelined (AVX-512): tiles of 4
-    # pixels, each K loop running the previous tile's epilogue; 35 and 15
-    # pixels end in a short tile. 64 channels: the threads split the
-    # pixels; 576: the (block, tile) items, the next block's weights
-    # prefetched.
-    "residual_add_pipelined_c64": lambda b: residual_add_case(b, 64, (7, 5), True),
-    "residual_add_pipelined_c576": lambda b: residual_add_case(b, 576, (5, 3), True),
+    # The 1x1 conv's residual epilogue on whole 64-channel blocks (AVX-512:
+    # one store per pixel); 35 and 15 pixels end in a short tile. 64
+    # channels: the threads split the pixels; 576: the (block, tile) items,
+    # the next block's weights prefetched.
+    "residual_add_1x1_c64": lambda b: residual_add_case(b, 64, (7, 5), True),
+    "residual_add_1x1_c576": lambda b: residual_add_case(b, 576, (5, 3), True),
     # The Add in a depthwise and a grouped conv's epilogue (the float twins:
     # f32 residuals at each group's channels).
     "residual_add_depthwise_c20": lambda b: residual_add_case(b, 20, (6, 7), False, 20),
