@@ -559,12 +559,14 @@ CASES = {
     "global_avgpool_rank3": lambda b: global_pool_case(b, (2, 7, 13)),
     "global_avgpool_rank5": lambda b: global_pool_case(b, (1, 6, 3, 4, 5)),
     # Large maps: threads sum parts of the rows, one adds them (4 parts of
-    # 100 pixels for 2 images; 2 parts of 351 pixels; 40 and 24 channels,
-    # no multiple of 16).
+    # 100 pixels for 2 images; 2 parts of 351 pixels; an odd count, 7x7, a
+    # part per row for 2 images; 40, 24 and 200 channels, no multiple of
+    # 16).
     "channel_shuffle_c40": lambda b: channel_shuffle_case(b, 40, (5, 6)),
     "channel_shuffle_c64": lambda b: channel_shuffle_case(b, 64, (3, 7)),
     "global_avgpool_parts4": lambda b: global_pool_case(b, (2, 40, 20, 20)),
     "global_avgpool_parts2": lambda b: global_pool_case(b, (1, 24, 26, 27)),
+    "global_avgpool_rows7": lambda b: global_pool_case(b, (2, 200, 7, 7)),
     "add_quantized_constant": lambda b: add_constant_case(b, (2, 5, 3, 4)),
     # A dense map is one loop of 3059 elements: threads take runs of it
     # (multiples of 64), the last run with the 3 past the last vector.
