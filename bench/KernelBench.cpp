@@ -68,6 +68,10 @@ const Case kCases[] = {
     // Stride 2 in wide blocks alone, its input in L2: the case above adds
     // 32 channels in narrow blocks and an input (1.2 MB) streamed from L3.
     {"int8/depthwise3x3s2_128_56", 128, 128, 56, 56, 3, 2, 128, true},
+    // The two halves of the first case's cost apart: wide blocks over an
+    // input streamed from L3 (1.6 MB), and narrow blocks over one in L2.
+    {"int8/depthwise3x3s2_128_112", 128, 128, 112, 112, 3, 2, 128, true},
+    {"int8/depthwise3x3s2_96_56", 96, 96, 56, 56, 3, 2, 96, true},
     {"int8/depthwise3x3_72_28", 72, 72, 28, 28, 3, 1, 72, true},
     {"int8/depthwise5x5_240_14", 240, 240, 14, 14, 5, 1, 240, true},
     {"int8/gemm_2048to1000", 2048, 1000, 1, 1, 1, 1, 1, true, true},
