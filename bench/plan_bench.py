@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """qatc plans against ONNX Runtime (npm onnxruntime-node) in one run.
 
   /usr/bin/python3 bench/plan_bench.py [--threads 1 2] [--runs 300] [--torch] \\
