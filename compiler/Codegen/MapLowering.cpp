@@ -695,7 +695,8 @@ LogicalResult GraphLowering::lowerReduce(Operation *op, Value inV,
   // the thread count: any count gives the same bits. int8 sums stay exact.
   // An odd pixel count (a 7x7 or 13x13 map) takes a part per row: split by
   // channels, each core read the rows the other wrote, and the producer's
-  // next write to them waited for the lines to come back.
+  // next write to them waited for the lines to come back. (One row, or a
+  // sum over many parts, stays one layer.)
   const CTensor &X0 = tensors[in];
   int64_t parts = 0;
   if (kind == ReduceKind::Mean && inShape.size() == 4 &&
@@ -703,9 +704,10 @@ LogicalResult GraphLowering::lowerReduce(Operation *op, Value inV,
       reduced[2] && reduced[3] && product(inShape) >= 16384) {
     std::vector<int64_t> st = stridesOf(X0);
     if (st[1] == 1 && st[2] == inShape[3] * st[3])
-      parts = count % 4 == 0 && count / 4 >= 16 ? 4
-              : count % 2 == 0                  ? 2
-                                                : inShape[2];
+      parts = count % 4 == 0 && count / 4 >= 16     ? 4
+              : count % 2 == 0                      ? 2
+              : inShape[2] >= 2 && inShape[2] <= 64 ? inShape[2]
+                                                    : 0;
   }
   if (parts) {
     const int64_t n = inShape[0], c = inShape[1], each = count / parts;
