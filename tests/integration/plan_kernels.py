@@ -567,6 +567,11 @@ CASES = {
     "global_avgpool_parts4": lambda b: global_pool_case(b, (2, 40, 20, 20)),
     "global_avgpool_parts2": lambda b: global_pool_case(b, (1, 24, 26, 27)),
     "global_avgpool_rows7": lambda b: global_pool_case(b, (2, 200, 7, 7)),
+    # The NCHW input of 5 channels made NHWC (int8: quantized, 8 bytes a
+    # pixel; float: a copy): each pixel's channels come from 5 planes, so
+    # the threads cut the planes' 667 pixels into runs (384 and 283) and
+    # each takes whole runs of every plane of both images.
+    "conv_ic5_1x1_nchw_input_runs": lambda b: conv_case(b, 5, 7, (23, 29), 1, n=2),
     "add_quantized_constant": lambda b: add_constant_case(b, (2, 5, 3, 4)),
     # A dense map is one loop of 3059 elements: threads take runs of it
     # (multiples of 64), the last run with the 3 past the last vector.
