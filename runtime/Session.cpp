@@ -83,6 +83,7 @@ Session::Session(const Plan &plan, int threads)
   arena_ = static_cast<uint8_t *>(std::aligned_alloc(64, bytes ? bytes : 64));
   std::memset(arena_, 0, bytes);
   layerSeconds_.assign(plan.manifest().layers.size(), 0.0);
+  threadSeconds_.assign(threads_, layerSeconds_);
   workers_->count = threads_;
   workers_->busy.resize(threads_);
   for (Workers::Busy &b : workers_->busy)
@@ -123,6 +124,8 @@ Session::~Session() {
 
 void Session::resetProfile() {
   std::fill(layerSeconds_.begin(), layerSeconds_.end(), 0.0);
+  for (std::vector<double> &t : threadSeconds_)
+    std::fill(t.begin(), t.end(), 0.0);
 }
 
 void Session::writeInputs(int tid) {
@@ -214,11 +217,17 @@ void Session::runLayers(int tid) {
     if (m.layers[i].parallel) {
       const ShareBalancer &b = balancers_[i];
       uint64_t start = timed ? ticks() : 0;
+      auto began = profiling ? Clock::now() : Clock::time_point();
       plan_.layerFunction(i)(arena_, weights,
                              plan::packShare(b.bound(tid), b.bound(tid + 1)),
                              threads_);
       if (timed)
         busy.at(i) = ticks() - start;
+      // Each thread adds to its own vector; thread 0 reads them after the
+      // run, past the barrier that profiling puts after every layer.
+      if (profiling)
+        threadSeconds_[tid][i] +=
+            std::chrono::duration<double>(Clock::now() - began).count();
     } else if (tid == 0) {
       plan_.layerFunction(i)(arena_, weights,
                              plan::packShare(0, plan::kShareOne), 1);

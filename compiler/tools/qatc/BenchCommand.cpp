@@ -110,6 +110,15 @@ int qatc::driver::runBench() {
     layerMs.push_back(s / profiled * 1e3);
     total += layerMs.back();
   }
+  // Each thread's busy time in each shared layer, and in all of them.
+  const int threads = session.threads();
+  std::vector<std::vector<double>> threadMs(threads);
+  std::vector<double> threadTotal(threads, 0.0);
+  for (int t = 0; t < threads; ++t)
+    for (double s : session.threadLayerSeconds(t)) {
+      threadMs[t].push_back(s / profiled * 1e3);
+      threadTotal[t] += threadMs[t].back();
+    }
   rt::HostPeak host = rt::measureHostPeak();
   double peak = peakGops > 0 ? peakGops.getValue() : host.int8Gops;
   peak *= session.threads();
@@ -159,6 +168,13 @@ int qatc::driver::runBench() {
             j.attribute("macs", l.macs);
             j.attribute("gops", gops);
             j.attribute("peak_pct", gops / peakOf(l) * 100);
+            // Each thread's share: the layer's time minus the slowest
+            // thread's is the barrier and the wait for it.
+            if (threads > 1 && l.parallel)
+              j.attributeArray("thread_ms", [&] {
+                for (int t = 0; t < threads; ++t)
+                  j.value(threadMs[t][i]);
+              });
           });
         }
       });
@@ -190,6 +206,18 @@ int qatc::driver::runBench() {
                                    gops / peakOf(l) * 100);
     else
       llvm::outs() << fmt::format("{:>8} {:>7}\n", "-", "-");
+  }
+  if (threads > 1) {
+    double shared = 0;
+    for (size_t i = 0; i < m.layers.size(); ++i)
+      if (m.layers[i].parallel)
+        shared += layerMs[i];
+    llvm::outs() << fmt::format("shared layers: {:.3f} ms; the threads busy in "
+                                "them",
+                                shared);
+    for (int t = 0; t < threads; ++t)
+      llvm::outs() << fmt::format("{} {:.3f} ms", t ? "," : "", threadTotal[t]);
+    llvm::outs() << " (the rest: barriers and waits)\n";
   }
   for (auto &[precision, w] : work) {
     double p = precision == "fp32" ? fp32Peak : peak,

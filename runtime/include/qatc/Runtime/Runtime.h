@@ -174,6 +174,13 @@ public:
   }
   /// Seconds spent in each layer, summed over runs since the last reset.
   const std::vector<double> &layerSeconds() const { return layerSeconds_; }
+  /// Seconds thread `tid` spent in its share of each shared layer (0 for
+  /// the others), summed over profiled runs since the last reset: where a
+  /// layer's time exceeds its threads' busy times, they waited for each
+  /// other.
+  const std::vector<double> &threadLayerSeconds(int tid) const {
+    return threadSeconds_[tid];
+  }
   void setProfiling(bool on) { profiling_ = on; }
   void resetProfile();
   int threads() const { return threads_; }
@@ -200,6 +207,7 @@ private:
   uint8_t *arena_ = nullptr;
   bool profiling_ = false;
   std::vector<double> layerSeconds_;
+  std::vector<std::vector<double>> threadSeconds_; ///< [thread][layer]
   std::function<void(size_t, const uint8_t *)> callback_;
   std::vector<ShareBalancer> balancers_; ///< one per layer
   bool adaptive_ = false;
