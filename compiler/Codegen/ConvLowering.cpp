@@ -460,10 +460,17 @@ LogicalResult GraphLowering::lowerConv(Operation *op, bool int8, int in, int o,
        : s.rows == 2  ? "2x4x16"
                       : "4x16") +
       s.ep.chainName;
+  // An f32 result in 16-channel blocks can also be summed row by row for a
+  // GlobalAveragePool of it (lowerReduce asks).
+  auto sums = std::make_shared<int>(-1);
+  if (s.columns && !s.wideBlocks && !ep.quantOut && residual < 0)
+    rowSumsOf[o] = {static_cast<int>(layers.size()), s.sumParts(), sums};
   addLayer(op, kernel, int8 ? "int8" : "fp32", macs > 50000, macs, ins, {o},
            [=](KB &k) {
              DepthwiseSpec spec = s;
              bindConv(spec, in, o, residual);
+             if (*sums >= 0)
+               spec.sumsOff = tensors[*sums].desc.offset;
              emitDepthwise(k, isa, spec);
            });
   return success();

@@ -32,6 +32,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <memory>
 
 namespace qatc::codegen::lowering {
 
@@ -884,6 +885,16 @@ private:
   std::vector<Layer> layers;
   llvm::DenseMap<Value, int> valueTensor;
   std::map<std::pair<int, int>, int> converted;
+  /// Depthwise layers that can also sum their f32 result over each row's
+  /// pixels (DepthwiseSpec::sumsOff), by result tensor: the layer, its
+  /// parts, and where lowerReduce puts the tensor of sums it asks for (set
+  /// once, before the layers are emitted).
+  struct RowSums {
+    int layer = -1;
+    int64_t parts = 0;
+    std::shared_ptr<int> sums;
+  };
+  std::map<int, RowSums> rowSumsOf;
   llvm::DenseSet<Operation *> folded;
   llvm::DenseMap<Value, int64_t> constantOffsets;
   bool constantError = false;

@@ -882,10 +882,10 @@ static void storePacked(KB &k, Value qi, bool isSigned, ArrayRef<Value> outs,
   }
 }
 
-void qatc::codegen::emitEpilogue(KB &k, const Epilogue &ep,
-                                 ArrayRef<Value> accs, Value c0, Value mask,
-                                 ArrayRef<Value> outs, ArrayRef<Value> res,
-                                 bool interleaved64) {
+Value qatc::codegen::emitEpilogue(KB &k, const Epilogue &ep,
+                                  ArrayRef<Value> accs, Value c0, Value mask,
+                                  ArrayRef<Value> outs, ArrayRef<Value> res,
+                                  bool interleaved64) {
   OpBuilder &b = k.b;
   const int64_t parts = accs.size(), lanes = 16 * parts;
   assert((!interleaved64 ||
@@ -978,8 +978,9 @@ void qatc::codegen::emitEpilogue(KB &k, const Epilogue &ep,
             b.create<arith::AddIOp>(k.loc, qi,
                                     channelVec(ep.foldDeltaOff[e], k.i32)),
             qi);
-      return storeOneStep(qi, onBytes, ep.foldClampLo, ep.foldLo,
-                          ep.foldClampHi, ep.foldHi);
+      storeOneStep(qi, onBytes, ep.foldClampLo, ep.foldLo, ep.foldClampHi,
+                   ep.foldHi);
+      return Value();
     }
     // Both clamps are set before an add (nothing saturates an f32), so the
     // exceptions, which land on the exact integer, need no clamp after.
@@ -1076,8 +1077,9 @@ void qatc::codegen::emitEpilogue(KB &k, const Epilogue &ep,
     // clamps keep vcvtps2dq in range.
     if (!ep.addClampBytes)
       t = clampIf(t, ep.addClampLo, ep.addLo, ep.addClampHi, ep.addHi);
-    return storeOneStep(k.roundToI32(t), ep.addClampBytes, ep.addClampLo,
-                        ep.addLo, ep.addClampHi, ep.addHi);
+    storeOneStep(k.roundToI32(t), ep.addClampBytes, ep.addClampLo, ep.addLo,
+                 ep.addClampHi, ep.addHi);
+    return Value();
   }
   if (ep.midQuant)
     y = b.create<arith::MulFOp>(k.loc, u, k.splatF(ep.midScale, lanes));
@@ -1126,12 +1128,13 @@ void qatc::codegen::emitEpilogue(KB &k, const Epilogue &ep,
       storePacked(k, qi, ep.qmin < 0, outs, mask,
                   /*clamped=*/!saturatesBelow && !saturatesAbove,
                   /*offset128=*/false, interleaved64);
-      return;
+      return Value();
     }
     y = k.quantize(y, ep.outScale, ep.outZp, lo, hi, finite, a, z);
   }
   for (int64_t i = 0; i < parts; ++i)
     k.maskedStore(k.slice(y, i), outs[i], mask);
+  return ep.quantOut ? Value() : y;
 }
 
 namespace {
@@ -1167,9 +1170,12 @@ namespace {
 /// `interleaved64`: each pixel's accumulators are 4 vectors of the 64
 /// channels from `c` in interleave64's order (emitEpilogue), pixel by
 /// pixel; a batch then takes whole pixels.
+///
+/// `stored`, where given, receives each pixel's f32 result (an f32 epilogue).
 void epilogueAt(KB &k, const ConvSpec &s, ArrayRef<Value> accs,
                 ArrayRef<Value> pix, Value c, Value mask,
-                bool interleaved64 = false) {
+                bool interleaved64 = false,
+                SmallVectorImpl<Value> *stored = nullptr) {
   const size_t perPixel = interleaved64 ? 4 : 1;
   const size_t batch = std::max<size_t>(1, epilogueBatch(k) / perPixel);
   for (size_t first = 0; first < pix.size(); first += batch) {
@@ -1183,8 +1189,13 @@ void epilogueAt(KB &k, const ConvSpec &s, ArrayRef<Value> accs,
                            k.add(k.mul(pix[i], k.c(s.ep.resCS)), c),
                            s.ep.resF32 ? 4 : 1));
     }
-    emitEpilogue(k, s.ep, accs.slice(first * perPixel, n * perPixel), c, mask,
-                 outs, res, interleaved64);
+    Value y = emitEpilogue(k, s.ep, accs.slice(first * perPixel, n * perPixel),
+                           c, mask, outs, res, interleaved64);
+    if (stored) {
+      assert(y && !interleaved64 && "only an f32 result is handed back");
+      for (size_t i = 0; i < n; ++i)
+        stored->push_back(k.slice(y, i));
+    }
   }
 }
 
@@ -1714,10 +1725,7 @@ static void emitDepthwiseColumns(KB &k, Isa isa, const DepthwiseSpec &s) {
   // chunk starts its carried columns afresh, and the last one ends with the
   // row's tail.
   const int64_t full = s.OW / kPixels * kPixels, tail = s.OW % kPixels;
-  const int64_t chunk = std::max<int64_t>(
-      2 * kPixels, (24 * 1024 / std::max<int64_t>(1, span * s.SW * s.inCS)) /
-                       kPixels * kPixels);
-  const int64_t chunks = std::max<int64_t>(1, (full + chunk - 1) / chunk);
+  const int64_t chunk = s.chunkPixels(), chunks = s.chunks();
   // The wide blocks of 64 channels first, then blocks of 16.
   const int64_t wide = s.wideBlocks;
   const int64_t blocks = wide + (C16 - 64 * wide) / 16;
@@ -1766,6 +1774,11 @@ static void emitDepthwiseColumns(KB &k, Isa isa, const DepthwiseSpec &s) {
       auto weight = [&](int64_t i, int64_t v) {
         return V == 1 ? w[i] : channelsAt(s.weightOff + i * C16 * 4, v);
       };
+      // The band's sums of this chunk (DepthwiseSpec::sumsOff), one per
+      // row, carried in registers from tile to tile after the columns.
+      const bool sums = s.sumsOff >= 0;
+      assert((!sums || V == 1) && "row sums of 16-channel blocks only");
+      const int64_t nsums = sums ? nrows : 0;
       if (V == 1)
         for (int64_t i = 0; i < s.KW * R * groups; ++i)
           w.push_back(channelsAt(s.weightOff + i * C16 * 4, 0));
@@ -1819,6 +1832,7 @@ static void emitDepthwiseColumns(KB &k, Isa isa, const DepthwiseSpec &s) {
         if (staticOw0)
           staticIw0 = *staticOw0 * s.SW - s.PL;
         SmallVector<Value> acc, out; // acc: [row][pixel][V]
+        SmallVector<Value> rowSums;
         for (int64_t i = 0; i < nrows * count; ++i)
           for (int64_t v = 0; v < V; ++v)
             acc.push_back(V == 1
@@ -1855,7 +1869,15 @@ static void emitDepthwiseColumns(KB &k, Isa isa, const DepthwiseSpec &s) {
           ArrayRef<Value> rowAcc =
               ArrayRef<Value>(acc).slice(r * count * V, count * V);
           if (V == 1) {
-            epilogueAt(k, s, rowAcc, pix, c0, mask);
+            SmallVector<Value> stored;
+            epilogueAt(k, s, rowAcc, pix, c0, mask, false,
+                       sums ? &stored : nullptr);
+            if (sums) {
+              Value sum = in[carried * groups + r];
+              for (Value y : stored)
+                sum = k.b.create<arith::AddFOp>(k.loc, sum, y);
+              rowSums.push_back(sum);
+            }
             continue;
           }
           SmallVector<Value> outs;
@@ -1865,6 +1887,7 @@ static void emitDepthwiseColumns(KB &k, Isa isa, const DepthwiseSpec &s) {
           emitEpilogue(k, s.ep, rowAcc, c0, mask, outs, {},
                        /*interleaved64=*/true);
         }
+        out.append(rowSums);
         return out;
       };
       SmallVector<Value> carry;
@@ -1875,6 +1898,8 @@ static void emitDepthwiseColumns(KB &k, Isa isa, const DepthwiseSpec &s) {
       for (int64_t j = 0; j < carried; ++j)
         for (int64_t g = 0; g < groups; ++g)
           carry.append(column(iwFirst, staticFirst, j, g, true));
+      for (int64_t r = 0; r < nsums; ++r)
+        carry.push_back(k.splatF(0.f, 16));
       // Only the tiles at a row's ends read columns outside the image: the
       // others take the version without checks.
       if (full)
@@ -1887,7 +1912,7 @@ static void emitDepthwiseColumns(KB &k, Isa isa, const DepthwiseSpec &s) {
               [&] { return tile(ow0, std::nullopt, np, in, false); },
               [&] { return tile(ow0, std::nullopt, np, in, true); });
         });
-      if (tail)
+      if (tail && !sums)
         k.ifElse(
             k.b.create<arith::CmpIOp>(k.loc, arith::CmpIPredicate::eq, chunkIdx,
                                       k.c(chunks - 1)),
@@ -1899,6 +1924,29 @@ static void emitDepthwiseColumns(KB &k, Isa isa, const DepthwiseSpec &s) {
               }
             },
             nullptr);
+      if (tail && sums)
+        carry = k.ifElseValues(
+            k.b.create<arith::CmpIOp>(k.loc, arith::CmpIPredicate::eq, chunkIdx,
+                                      k.c(chunks - 1)),
+            [&] {
+              SmallVector<Value> in = carry;
+              for (int64_t p = 0; p < tail; p += np) {
+                int64_t count = std::min(np, tail - p);
+                in = tile(k.c(full + p), full + p, count, in, true);
+              }
+              return in;
+            },
+            [&] { return carry; });
+      if (sums) {
+        // The band's rows in order: part band * chunks + chunk.
+        Value sum = carry[carry.size() - nsums];
+        for (int64_t r = 1; r < nsums; ++r)
+          sum = k.b.create<arith::AddFOp>(k.loc, sum,
+                                          carry[carry.size() - nsums + r]);
+        Value part = k.add(k.mul(bandIdx, k.c(chunks)), chunkIdx);
+        Value at = k.add(k.mul(k.add(k.mul(part, k.c(s.N)), n), k.c(C16)), c0);
+        k.store(sum, k.at(s.sumsOff, at, 4));
+      }
     };
     Value first = k.mul(chunkIdx, k.c(chunk));
     Value last =

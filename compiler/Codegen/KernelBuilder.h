@@ -356,10 +356,14 @@ struct Epilogue {
 /// + i), one pointer in `outs` per pixel; the epilogue's own per-channel
 /// arrays are stored in that order (`interleave64Index`), the result is
 /// quantized, and a residual (stored bytes) is one pointer per pixel.
-void emitEpilogue(KB &k, const Epilogue &ep, llvm::ArrayRef<mlir::Value> accs,
-                  mlir::Value c0, mlir::Value mask,
-                  llvm::ArrayRef<mlir::Value> outs,
-                  llvm::ArrayRef<mlir::Value> res, bool interleaved64 = false);
+///
+/// Returns the f32 result it stored (16 x accs.size() lanes), or a null
+/// value where it stored quantized bytes.
+mlir::Value emitEpilogue(KB &k, const Epilogue &ep,
+                         llvm::ArrayRef<mlir::Value> accs, mlir::Value c0,
+                         mlir::Value mask, llvm::ArrayRef<mlir::Value> outs,
+                         llvm::ArrayRef<mlir::Value> res,
+                         bool interleaved64 = false);
 
 /// Where channel c of a block of 64 stands in the interleaved order of
 /// emitEpilogue's `interleaved64` (its own inverse: a 4x4 transpose of
@@ -468,6 +472,29 @@ struct DepthwiseSpec : ConvSpec {
   void chooseRows() {
     rows = OH > 1 && (SH + KH + 3) / 4 == (KH + 3) / 4 ? 2 : 1;
   }
+  /// Where set (an arena offset; `columns` with an f32 result and 16-channel
+  /// blocks only), the kernel also sums its result over each band's pixels
+  /// of each chunk (`chunkPixels`), row by row in pixel order, in registers,
+  /// and stores the sums to f32 [sumParts()][N][C rounded up to 16] at this
+  /// offset, part band * chunks() + chunk (the lanes past C hold no sums):
+  /// a GlobalAveragePool of the result (squeeze-excitation) then adds the
+  /// parts, and no layer reads the result again for it. The parts do not
+  /// depend on the thread count.
+  int64_t sumsOff = -1;
+  /// Output pixels per chunk of a band row: the band's input rows of a
+  /// chunk stay in L1 while a channel block sweeps them.
+  int64_t chunkPixels() const {
+    int64_t perPixel = std::max<int64_t>(1, ((rows - 1) * SH + KH) * SW * inCS);
+    return std::max<int64_t>(8, (24 * 1024 / perPixel) / 4 * 4);
+  }
+  /// Chunks per band row: the whole 4-pixel tiles in chunks of
+  /// chunkPixels(), the row's last pixels in the last chunk.
+  int64_t chunks() const {
+    int64_t full = OW / 4 * 4;
+    return std::max<int64_t>(1, (full + chunkPixels() - 1) / chunkPixels());
+  }
+  /// The sums' parts (`sumsOff`): bands times chunks.
+  int64_t sumParts() const { return (OH + rows - 1) / rows * chunks(); }
   /// Leading blocks of 64 channels (`columns`, AVX-512) whose weights,
   /// initial accumulators and epilogue arrays are stored in the
   /// interleave64Index order: 4 rows of 64 channels interleave by 8 in-lane

@@ -697,11 +697,33 @@ LogicalResult GraphLowering::lowerReduce(Operation *op, Value inV,
   // channels, each core read the rows the other wrote, and the producer's
   // next write to them waited for the lines to come back. (One row, or a
   // sum over many parts, stays one layer.)
+  //
+  // Where a depthwise layer wrote the map (squeeze-excitation), it sums each
+  // row's pixels as it stores them (DepthwiseSpec::sumsOff), and only the
+  // second layer remains: one layer and one pass over the map fewer.
   const CTensor &X0 = tensors[in];
   int64_t parts = 0;
-  if (kind == ReduceKind::Mean && inShape.size() == 4 &&
-      X0.desc.layout == plan::Layout::NHWC && !reduced[0] && !reduced[1] &&
-      reduced[2] && reduced[3] && product(inShape) >= 16384) {
+  int sums = -1;
+  bool overPixels = inShape.size() == 4 && !reduced[0] && !reduced[1] &&
+                    reduced[2] && reduced[3];
+  auto rowSums = rowSumsOf.find(in);
+  if (kind == ReduceKind::Mean && overPixels && rowSums != rowSumsOf.end() &&
+      *rowSums->second.sums < 0) {
+    const RowSums &r = rowSums->second;
+    parts = r.parts;
+    sums = newTensor(nameOf(res) + " (row sums)",
+                     {parts, inShape[0], roundUp(inShape[1], 16)},
+                     /*int8=*/false, plan::Layout::Plain);
+    *r.sums = sums;
+    Layer &producer = layers[r.layer];
+    Storage &st = storages[tensors[sums].storage];
+    st.first = std::min(st.first, r.layer);
+    st.last = std::max(st.last, r.layer);
+    producer.writes.push_back(tensors[sums].storage);
+    producer.desc.kernel += " +row sums";
+  } else if (kind == ReduceKind::Mean && overPixels &&
+             X0.desc.layout == plan::Layout::NHWC &&
+             product(inShape) >= 16384) {
     std::vector<int64_t> st = stridesOf(X0);
     if (st[1] == 1 && st[2] == inShape[3] * st[3])
       parts = count % 4 == 0 && count / 4 >= 16     ? 4
@@ -711,30 +733,34 @@ LogicalResult GraphLowering::lowerReduce(Operation *op, Value inV,
   }
   if (parts) {
     const int64_t n = inShape[0], c = inShape[1], each = count / parts;
-    int sums = newTensor(nameOf(res) + " (mean parts)", {parts, n, c},
-                         /*int8=*/false, plan::Layout::Plain);
-    addLayer(op, kernel + " parts", precision, /*parallel=*/true, 0, {in},
-             {sums}, [=](KB &k) {
-               StridedOperand full = operand(Src{in, -1, {}}, inShape);
-               StridedReduce r;
-               r.shape = {parts, n, c};
-               r.in = full;
-               r.in.strides = {each * full.strides[3], full.strides[0],
-                               full.strides[1]};
-               r.reduceShape = {each};
-               r.reduceStrides = {full.strides[3]};
-               r.init = 0.f;
-               r.out = operand(Src{sums, -1, {}}, {parts, n, c});
-               emitStridedReduce(k, r, combineFn(k), nullptr);
-             });
+    if (sums < 0) {
+      sums = newTensor(nameOf(res) + " (mean parts)", {parts, n, c},
+                       /*int8=*/false, plan::Layout::Plain);
+      addLayer(op, kernel + " parts", precision, /*parallel=*/true, 0, {in},
+               {sums}, [=](KB &k) {
+                 StridedOperand full = operand(Src{in, -1, {}}, inShape);
+                 StridedReduce r;
+                 r.shape = {parts, n, c};
+                 r.in = full;
+                 r.in.strides = {each * full.strides[3], full.strides[0],
+                                 full.strides[1]};
+                 r.reduceShape = {each};
+                 r.reduceStrides = {full.strides[3]};
+                 r.init = 0.f;
+                 r.out = operand(Src{sums, -1, {}}, {parts, n, c});
+                 emitStridedReduce(k, r, combineFn(k), nullptr);
+               });
+    }
+    // The parts' channel stride (row sums: padded to 16).
+    const int64_t cs = tensors[sums].desc.shape[2];
     addLayer(op, kernel, precision, /*parallel=*/false, 0, {sums}, {o},
              [=](KB &k) {
                StridedReduce r;
                r.shape = loop;
-               r.in = operand(Src{sums, -1, {}}, {parts, n, c});
-               r.in.strides = {c, 1, 0, 0};
+               r.in = operand(Src{sums, -1, {}}, {parts, n, cs});
+               r.in.strides = {cs, 1, 0, 0};
                r.reduceShape = {parts};
-               r.reduceStrides = {n * c};
+               r.reduceStrides = {n * cs};
                r.init = 0.f;
                r.out = resultOperand();
                OpBuilder &b = k.b;

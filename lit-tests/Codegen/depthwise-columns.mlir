@@ -115,3 +115,42 @@ func.func @main(%x: tensor<1x80x6x9xf32>) -> tensor<1x80x6x9xf32> {
   %o = onnx.DequantizeLinear(%oq, %so, %z) : (tensor<1x80x6x9xui8>, tensor<f32>, tensor<ui8>) -> tensor<1x80x6x9xf32>
   return %o : tensor<1x80x6x9xf32>
 }
+
+// -----
+
+// Squeeze-excitation's start: the SiLU result (f32) is read by a
+// GlobalAveragePool and by the gating Mul. The depthwise layer sums each
+// band's pixels as it stores them, carried from tile to tile in registers
+// (a sum per row after the 2 carried columns), and stores one vector of
+// sums per band and block: the rows' sums added. The pool is then one
+// layer adding the 6 bands' sums, with no layer of its own reading the map.
+// CHECK-LABEL: func.func @qatc_layer_1(
+// CHECK-SAME: qatc.kernel = "vnni-depthwise 2x4x16 +sigmoid+mul +row sums"
+// CHECK: scf.for {{.*}} -> (vector<16xi32>, vector<16xi32>, vector<16xf32>, vector<16xf32>)
+// CHECK-COUNT-4: arith.addf %{{.*}}, %{{.*}} : vector<16xf32>
+// CHECK: %[[SUMS:.*]] = arith.addf %{{.*}}#2, %{{.*}}#3 : vector<16xf32>
+// CHECK: llvm.store %[[SUMS]], %{{.*}} : vector<16xf32>, !llvm.ptr
+// CHECK-NOT: qatc.kernel = "fp32-mean parts"
+// CHECK-LABEL: func.func @qatc_layer_2(
+// CHECK-SAME: qatc.kernel = "fp32-mean"
+func.func @main(%x: tensor<1x32x12x10xf32>) -> tensor<1x32x12x10xf32> {
+  %s = onnx.Constant dense<0.05> : tensor<f32>
+  %z = onnx.Constant dense<0> : tensor<ui8>
+  %so = onnx.Constant dense<0.1> : tensor<f32>
+  %ws = onnx.Constant dense<0.01> : tensor<32xf32>
+  %wz = onnx.Constant dense<0> : tensor<32xi8>
+  %wq = onnx.Constant dense<3> : tensor<32x1x3x3xi8>
+  %b = onnx.Constant dense<0.5> : tensor<32xf32>
+  %q = onnx.QuantizeLinear(%x, %s, %z) : (tensor<1x32x12x10xf32>, tensor<f32>, tensor<ui8>) -> tensor<1x32x12x10xui8>
+  %dq = onnx.DequantizeLinear(%q, %s, %z) : (tensor<1x32x12x10xui8>, tensor<f32>, tensor<ui8>) -> tensor<1x32x12x10xf32>
+  %w = onnx.DequantizeLinear(%wq, %ws, %wz) {axis = 0 : i64} : (tensor<32x1x3x3xi8>, tensor<32xf32>, tensor<32xi8>) -> tensor<32x1x3x3xf32>
+  %c = onnx.Conv(%dq, %w, %b) {group = 32 : i64, kernel_shape = array<i64: 3, 3>, strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>} : (tensor<1x32x12x10xf32>, tensor<32x1x3x3xf32>, tensor<32xf32>) -> tensor<1x32x12x10xf32> loc("depthwise")
+  %sg = onnx.Sigmoid(%c) : (tensor<1x32x12x10xf32>) -> tensor<1x32x12x10xf32>
+  %y = onnx.Mul(%c, %sg) : (tensor<1x32x12x10xf32>, tensor<1x32x12x10xf32>) -> tensor<1x32x12x10xf32>
+  %m = onnx.GlobalAveragePool(%y) : (tensor<1x32x12x10xf32>) -> tensor<1x32x1x1xf32>
+  %g = onnx.Sigmoid(%m) : (tensor<1x32x1x1xf32>) -> tensor<1x32x1x1xf32>
+  %e = onnx.Mul(%y, %g) : (tensor<1x32x12x10xf32>, tensor<1x32x1x1xf32>) -> tensor<1x32x12x10xf32>
+  %oq = onnx.QuantizeLinear(%e, %so, %z) : (tensor<1x32x12x10xf32>, tensor<f32>, tensor<ui8>) -> tensor<1x32x12x10xui8>
+  %o = onnx.DequantizeLinear(%oq, %so, %z) : (tensor<1x32x12x10xui8>, tensor<f32>, tensor<ui8>) -> tensor<1x32x12x10xf32>
+  return %o : tensor<1x32x12x10xf32>
+}

@@ -362,6 +362,23 @@ def channel_shuffle_case(b, c, hw):
     return [1, 8] + list(hw), b.act_qdq(out, 0.1), [1, 8] + list(hw)
 
 
+def squeeze_excitation_case(b, c, hw, k, stride=1, n=1):
+    """Squeeze-excitation's start: a depthwise conv with SiLU, whose f32
+    result a GlobalAveragePool reads, gated back by the Sigmoid of the mean
+    (the depthwise layer sums its rows for the pool as it stores them)."""
+    h, w = hw
+    p = k // 2
+    x = b.act_qdq("x", 0.05)
+    bias = b.const("b", b.rng.normal(0, 0.2, c).astype(np.float32))
+    y = b.node("Conv", [x, b.weight([c, 1, k, k]), bias], kernel_shape=[k, k],
+               strides=[stride, stride], pads=[p] * 4, group=c)
+    y = silu(b, y, c)
+    gate = b.node("Sigmoid", [b.node("GlobalAveragePool", [y])])
+    out = b.act_qdq(b.node("Mul", [y, gate]), 0.05)
+    oh, ow = out_size(h, k, stride, p, p, 1), out_size(w, k, stride, p, p, 1)
+    return [n, c, h, w], out, [n, c, oh, ow]
+
+
 def global_pool_case(b, shape):
     x = b.act_qdq("x", 0.05)
     y = b.act_qdq(b.node("GlobalAveragePool", [x]), 0.02)
@@ -493,6 +510,17 @@ CASES = {
         out_type=np.int8),
     "depthwise_c64_3x3_whole_blocks": lambda b: conv_case(
         b, 64, 64, (9, 11), 3, pads=(1, 1, 1, 1), group=64),
+    # A depthwise SiLU result read by a GlobalAveragePool: the layer sums
+    # each band's pixels per chunk, and the mean adds the sums. 2-row bands
+    # and a 1-row last band of each of 2 images, 40 channels (2 blocks, the
+    # second of 8); 1-row bands (3x3, stride 2) with a tail of 2 pixels;
+    # 5x5 rows of 150 pixels in 2 chunks, the last with a tail of 2.
+    "depthwise_silu_pool_c40_odd_rows_batch2": lambda b: squeeze_excitation_case(
+        b, 40, (9, 13), 3, n=2),
+    "depthwise_silu_pool_c24_3x3_s2": lambda b: squeeze_excitation_case(
+        b, 24, (11, 11), 3, stride=2),
+    "depthwise_silu_pool_c40_5x5_chunks": lambda b: squeeze_excitation_case(
+        b, 40, (5, 150), 5),
     "depthwise_c144_3x3_odd_rows_batch2_silu": lambda b: conv_case(
         b, 144, 144, (7, 10), 3, pads=(1, 1, 1, 1), group=144, n=2, post=silu),
     "depthwise_c128_3x3_s2_prelu": lambda b: conv_case(
