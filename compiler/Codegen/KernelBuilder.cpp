@@ -238,6 +238,18 @@ std::pair<Value, Value> KB::share(int64_t total) {
   return {shareItem(shareLo, total), shareItem(shareHi, total)};
 }
 
+Value KB::walksDown() {
+  return andi(
+      b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, shareLo, c(0)),
+      lt(shareHi, c(plan::kShareOne)));
+}
+
+void KB::sharedLoop(Value begin, Value end, function_ref<void(Value)> body) {
+  Value down = walksDown(), last = sub(end, c(1));
+  loop(c(0), sub(end, begin), 1,
+       [&](Value j) { body(select(down, sub(last, j), add(begin, j))); });
+}
+
 std::pair<Value, Value> KB::share(int64_t total, int64_t weight,
                                   int64_t lastCount, int64_t lastWeight) {
   if (lastCount == 0 || lastWeight == weight)

@@ -135,6 +135,19 @@ public:
            body);
   /// This thread's share [begin, end) of `total` work items.
   std::pair<mlir::Value, mlir::Value> share(int64_t total);
+  /// Whether this thread walks its share downwards (sharedLoop): it is the
+  /// first of several, thread 0's.
+  mlir::Value walksDown();
+  /// body(item) for each item of this thread's share [begin, end): upwards,
+  /// or downwards where walksDown(). A core walking upwards has its L2
+  /// stream prefetcher run past its share's end into the next share's
+  /// first lines, which the next thread writes at the same time or just
+  /// wrote: each such line then crosses between the cores, and back in the
+  /// next layer (Zen 5: ShuffleNetV2's channel-shuffle copies took thread 1
+  /// 3.7x thread 0's time on equal halves). Thread 0 walking down runs its
+  /// prefetcher away from thread 1's half.
+  void sharedLoop(mlir::Value begin, mlir::Value end,
+                  llvm::function_ref<void(mlir::Value)> body);
   /// The first of `total` items at share boundary `at` (shareLo or
   /// shareHi): floor(at * total / kShareOne), so the threads on either side
   /// of a boundary agree on it.

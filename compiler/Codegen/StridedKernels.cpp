@@ -124,7 +124,7 @@ void walkOuter(KB &k, const Nest &n, int64_t chunks,
     outer *= n.shape[d];
   auto [b0, e0] = k.share(outer * chunks);
   const bool piecesOutermost = n.rotated && chunks > 1 && outer > 1;
-  k.loop(b0, e0, 1, [&](Value i) {
+  k.sharedLoop(b0, e0, [&](Value i) {
     Value piece = chunks == 1       ? k.c(0)
                   : piecesOutermost ? k.div(i, k.c(outer))
                                     : k.rem(i, k.c(chunks));
@@ -550,7 +550,7 @@ void walkCoords(
   for (size_t i = 0; i + 1 < dims.size(); ++i)
     outer *= shape[dims[i]];
   auto [b0, e0] = k.share(outer);
-  k.loop(b0, e0, 1, [&](Value flat) {
+  k.sharedLoop(b0, e0, [&](Value flat) {
     SmallVector<Value> coords(shape.size(), k.c(0));
     Value rest = flat;
     for (size_t i = dims.size() - 1; i-- > 0;) {

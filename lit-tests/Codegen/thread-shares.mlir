@@ -8,7 +8,9 @@
 // has row blocks of 32 and 4 pixels: the threads share 72 pixel-weights of
 // work (2 x 32 + 2 x 4 over its two channel blocks), not 4 blocks by count.
 // A mean over the last axis of [1, 64, 128] (a layer norm's) is a loop of
-// 64 results of 128 reads each: 4 runs of 16 results.
+// 64 results of 128 reads each: 4 runs of 16 results. A strided map's first
+// share (lo = 0, hi < 2^16: thread 0 of several) walks its items downwards
+// (KB::sharedLoop), away from the next thread's.
 //
 // RUN: qatc-opt %s --split-input-file --qat-lower --qat-layer-functions=target-cpu=amx | FileCheck %s
 
@@ -19,8 +21,15 @@
 // CHECK: %[[PIECES:.*]] = arith.constant 10 : i64
 // CHECK: %[[B:.*]] = arith.muli %[[LO]], %[[PIECES]]
 // CHECK: arith.divui %[[B]], %c65536_i64
-// CHECK: arith.muli %[[HI]],
-// CHECK: scf.for %[[I:.*]] = %{{.*}} to %{{.*}} step
+// CHECK: %[[E:.*]] = arith.divui %{{.*}}, %c65536_i64
+// CHECK: %[[NOTALL:.*]] = arith.cmpi ult, %[[HI]], %{{.*}}
+// CHECK: %[[FIRST:.*]] = arith.cmpi eq, %[[LO]], %{{.*}}
+// CHECK: %[[DOWN:.*]] = arith.andi %[[FIRST]], %[[NOTALL]]
+// CHECK: %[[LASTI:.*]] = arith.subi %[[E]], %{{.*}}
+// CHECK: scf.for %[[J:.*]] = %{{.*}} to %{{.*}} step
+// CHECK: %[[UP:.*]] = arith.addi %{{.*}}, %[[J]]
+// CHECK: %[[DN:.*]] = arith.subi %[[LASTI]], %[[J]]
+// CHECK: %[[I:.*]] = arith.select %[[DOWN]], %[[DN]], %[[UP]]
 // CHECK: %[[PIECE:.*]] = arith.remui %[[I]], %{{.*}}
 // CHECK: %[[LEN:.*]] = arith.constant 320 : i64
 // CHECK: %[[LO:.*]] = arith.muli %[[PIECE]], %[[LEN]]
@@ -74,7 +83,8 @@ func.func @main(%x: tensor<1x64x6x6xf32>) -> tensor<1x48x6x6xf32> {
 // CHECK: %[[LO:.*]] = arith.andi %arg2, %c4294967295_i64
 // CHECK: %[[PIECES:.*]] = arith.constant 4 : i64
 // CHECK: arith.muli %[[LO]], %[[PIECES]]
-// CHECK: scf.for %[[I:.*]] = %{{.*}} to %{{.*}} step
+// CHECK: scf.for %[[J:.*]] = %{{.*}} to %{{.*}} step
+// CHECK: %[[I:.*]] = arith.select
 // CHECK: %[[PIECE:.*]] = arith.remui %[[I]], %{{.*}}
 // CHECK: %[[LO:.*]] = arith.muli %[[PIECE]], %c16_i64
 // CHECK: %[[HI:.*]] = arith.minsi %{{.*}}, %c64_i64
