@@ -885,7 +885,7 @@ private:
   std::vector<Layer> layers;
   llvm::DenseMap<Value, int> valueTensor;
   std::map<std::pair<int, int>, int> converted;
-  /// Depthwise layers that can also sum their f32 result over each row's
+  /// Depthwise layers that can also sum their f32 result over each band's
   /// pixels (DepthwiseSpec::sumsOff), by result tensor: the layer, its
   /// parts, and where lowerReduce puts the tensor of sums it asks for (set
   /// once, before the layers are emitted).

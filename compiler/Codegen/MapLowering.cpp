@@ -699,7 +699,7 @@ LogicalResult GraphLowering::lowerReduce(Operation *op, Value inV,
   // sum over many parts, stays one layer.)
   //
   // Where a depthwise layer wrote the map (squeeze-excitation), it sums each
-  // row's pixels as it stores them (DepthwiseSpec::sumsOff), and only the
+  // band's pixels as it stores them (DepthwiseSpec::sumsOff), and only the
   // second layer remains: one layer and one pass over the map fewer.
   const CTensor &X0 = tensors[in];
   int64_t parts = 0;
