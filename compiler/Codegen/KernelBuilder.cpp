@@ -1924,31 +1924,25 @@ static void emitDepthwiseColumns(KB &k, Isa isa, const DepthwiseSpec &s) {
               [&] { return tile(ow0, std::nullopt, np, in, false); },
               [&] { return tile(ow0, std::nullopt, np, in, true); });
         });
-      if (tail && !sums)
-        k.ifElse(
-            k.b.create<arith::CmpIOp>(k.loc, arith::CmpIPredicate::eq, chunkIdx,
-                                      k.c(chunks - 1)),
-            [&] {
-              SmallVector<Value> in = carry;
-              for (int64_t p = 0; p < tail; p += np) {
-                int64_t count = std::min(np, tail - p);
-                in = tile(k.c(full + p), full + p, count, in, true);
-              }
-            },
-            nullptr);
-      if (tail && sums)
-        carry = k.ifElseValues(
-            k.b.create<arith::CmpIOp>(k.loc, arith::CmpIPredicate::eq, chunkIdx,
-                                      k.c(chunks - 1)),
-            [&] {
-              SmallVector<Value> in = carry;
-              for (int64_t p = 0; p < tail; p += np) {
-                int64_t count = std::min(np, tail - p);
-                in = tile(k.c(full + p), full + p, count, in, true);
-              }
-              return in;
-            },
-            [&] { return carry; });
+      // The row's last pixels, in the last chunk; with sums, they leave the
+      // if as its results.
+      auto tailTiles = [&] {
+        SmallVector<Value> in = carry;
+        for (int64_t p = 0; p < tail; p += np) {
+          int64_t count = std::min(np, tail - p);
+          in = tile(k.c(full + p), full + p, count, in, true);
+        }
+        return in;
+      };
+      if (tail) {
+        Value lastChunk = k.b.create<arith::CmpIOp>(
+            k.loc, arith::CmpIPredicate::eq, chunkIdx, k.c(chunks - 1));
+        if (sums)
+          carry = k.ifElseValues(lastChunk, tailTiles, [&] { return carry; });
+        else
+          k.ifElse(
+              lastChunk, [&] { tailTiles(); }, nullptr);
+      }
       if (sums) {
         // The band's rows in order: part band * chunks + chunk.
         Value sum = carry[carry.size() - nsums];
