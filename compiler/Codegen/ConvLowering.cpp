@@ -332,15 +332,38 @@ LogicalResult GraphLowering::denseConv(
   s.splitPixels =
       blocks * s.KH * s.KW * s.kSteps() * NB * 4 <= 256 * 1024 && tiles >= 4;
   std::string kernel = denseKernelName(s);
-  std::vector<int> ins = {in};
+  std::vector<int> ins = {in}, outs = {outT};
   if (residual >= 0)
     ins.push_back(residual);
+  // The elementwise map that quantizes this pointwise convolution's input
+  // (squeeze-excitation's gating Mul), when it is the layer just before
+  // and nothing else reads its result, runs in this layer: each thread maps
+  // the pixels its share reads, then convolves them, with no barrier
+  // between (the map's own layer met the threads before and after it).
+  std::shared_ptr<GatedInput> gate;
+  auto gated = gatedInputs.find(in);
+  if (gated != gatedInputs.end() && s.int8 && s.splitPixels && s.pointwise() &&
+      !s.copiesWindows() && residual != in && gated->second.consumer == op &&
+      gated->second.layer + 1 == static_cast<int>(layers.size())) {
+    gate = std::make_shared<GatedInput>(std::move(gated->second));
+    gatedInputs.erase(gated);
+    // Its storages' lifetimes already reach this layer's index.
+    Layer map = std::move(layers.back());
+    layers.pop_back();
+    kernel = map.desc.kernel + " > " + kernel;
+    ins.insert(ins.end(), gate->reads.begin(), gate->reads.end());
+    outs.push_back(in);
+  }
   int64_t macs = s.N * s.OH * s.OW * s.OC * s.KH * s.KW * s.IC;
   Isa isa = target.isa;
-  addLayer(op, kernel, s.int8 ? "int8" : "fp32", macs > 50000, macs, ins,
-           {outT}, [=](KB &k) {
+  addLayer(op, kernel, s.int8 ? "int8" : "fp32", macs > 50000, macs, ins, outs,
+           [=](KB &k) {
              DenseConvSpec spec = s;
              bindConv(spec, in, outT, residual);
+             if (gate) {
+               auto [p0, p1] = densePixelShare(k, spec);
+               gate->emitPixels(k, p0, p1);
+             }
              emitDenseConv(k, isa, spec);
            });
   return success();

@@ -1213,6 +1213,58 @@ void epilogueAt(KB &k, const ConvSpec &s, ArrayRef<Value> accs,
 
 } // namespace
 
+namespace {
+/// A thread's part of a layer whose threads split the pixels
+/// (DenseConvSpec::splitPixels): whole tiles [first, first + count), or,
+/// where `even` holds (evenSplit), the pixels [begin, rangeEnd) in tiles of
+/// MR and MR - 1.
+struct PixelShare {
+  Value first, count, begin, rangeEnd, even;
+};
+} // namespace
+
+/// Whether threads splitting a map's pixels take an equal range each, in
+/// tiles of MR and MR - 1 (emitDenseConv). From 32 tiles whole ones are
+/// within 3 % of even, without a tile version of MR - 1 pixels (MobileNetV2
+/// took 7.0 s to compile, not 4.5, with one on every layer).
+static bool evenSplit(const DenseConvSpec &s) {
+  const int64_t tiles = (s.N * s.OH * s.OW + s.MR - 1) / s.MR;
+  return s.splitPixels && tiles < 32 && s.MR > 1;
+}
+
+static PixelShare pixelShareOf(KB &k, const DenseConvSpec &s) {
+  const int64_t P = s.N * s.OH * s.OW, tiles = (P + s.MR - 1) / s.MR;
+  PixelShare r;
+  auto [t0, t1] = k.share(tiles);
+  r.first = t0;
+  r.count = k.sub(t1, t0);
+  if (evenSplit(s)) {
+    std::tie(r.begin, r.rangeEnd) = k.share(P);
+    // The threads must choose alike, and a share may be as small as
+    // P / (2 threads) pixels (plan::LayerFn): from P >= 2 MR threads
+    // every range holds at least MR - 1. One thread keeps the whole
+    // tiles (its range is the map).
+    r.even = k.andi(
+        k.lt(k.c(1), k.nthreads),
+        k.b.create<arith::CmpIOp>(k.loc, arith::CmpIPredicate::sge, k.c(P),
+                                  k.mul(k.nthreads, k.c(2 * s.MR))));
+  }
+  return r;
+}
+
+std::pair<Value, Value> qatc::codegen::densePixelShare(KB &k,
+                                                       const DenseConvSpec &s) {
+  assert(s.splitPixels && "the threads split the blocks, not the pixels");
+  const int64_t P = s.N * s.OH * s.OW;
+  PixelShare r = pixelShareOf(k, s);
+  Value p0 = k.mul(r.first, k.c(s.MR));
+  Value p1 = k.b.create<arith::MinSIOp>(
+      k.loc, k.mul(k.add(r.first, r.count), k.c(s.MR)), k.c(P));
+  if (!r.even)
+    return {p0, p1};
+  return {k.select(r.even, r.begin, p0), k.select(r.even, r.rangeEnd, p1)};
+}
+
 void qatc::codegen::emitDenseConv(KB &k, Isa isa, const DenseConvSpec &s) {
   OpBuilder &b = k.b;
   const int64_t NB = s.NV * 16;
@@ -1511,15 +1563,13 @@ void qatc::codegen::emitDenseConv(KB &k, Isa isa, const DenseConvSpec &s) {
     tile(mr);
   };
   // Threads splitting a map's pixels: an equal range each, in tiles of MR
-  // and MR - 1 (below). From 32 tiles whole ones are within 3 % of even,
-  // without a tile version of MR - 1 pixels (MobileNetV2 took 7.0 s to
-  // compile, not 4.5, with one on every layer).
-  const bool evenSplit = s.splitPixels && tiles < 32 && s.MR > 1;
+  // and MR - 1 (below), or whole tiles.
+  const bool even = evenSplit(s);
   // The `mr` pixels from `p0`, for mr one of MR, MR - 1 (evenSplit) and the
   // map's tail.
   auto sized = [&](Value blk, Value p0, Value share, Value mr) {
     SmallVector<int64_t> sizes = {s.MR};
-    if (evenSplit)
+    if (even)
       sizes.push_back(s.MR - 1);
     if (tail && !llvm::is_contained(sizes, tail))
       sizes.push_back(tail);
@@ -1545,14 +1595,13 @@ void qatc::codegen::emitDenseConv(KB &k, Isa isa, const DenseConvSpec &s) {
   if (s.splitPixels) {
     // Each thread a range of the map's tiles, every block over it (the
     // blocks outermost, so a block's weights stay cached across the range).
-    std::pair<Value, Value> share = k.share(tiles);
-    Value first = share.first, count = k.sub(share.second, share.first);
+    PixelShare share = pixelShareOf(k, s);
+    Value first = share.first, count = share.count;
     // Tile i of the thread's range: its first pixel and size.
     std::function<std::pair<Value, Value>(Value)> tileOfRange = [&](Value i) {
       return tileAt(k.add(first, i));
     };
-    Value begin, even, r;
-    if (evenSplit) {
+    if (even) {
       // Or the thread's range of pixels, in n = ceil(range / MR) tiles of
       // MR and MR - 1 pixels. Whole tiles to each thread split attention's
       // 64 rows in 6-row tiles 30 / 34 between 2 threads (a 7x7 map's 49
@@ -1562,26 +1611,18 @@ void qatc::codegen::emitDenseConv(KB &k, Isa isa, const DenseConvSpec &s) {
       // small tile (32 = 5 x 6 + 2: its 8 accumulators wait on each
       // vpdpbusd), and the middle tile's blocks split between the threads
       // (20-22 us each).
-      Value rangeEnd;
-      std::tie(begin, rangeEnd) = k.share(P);
+      Value begin = share.begin, rangeEnd = share.rangeEnd;
       Value len = k.sub(rangeEnd, begin);
       Value n = k.div(k.add(len, k.c(s.MR - 1)), k.c(s.MR));
-      // The threads must choose alike, and a share may be as small as
-      // P / (2 threads) pixels (plan::LayerFn): from P >= 2 MR threads
-      // every range holds at least MR - 1. One thread keeps the whole
-      // tiles (its range is the map).
-      even = k.andi(
-          k.lt(k.c(1), k.nthreads),
-          k.b.create<arith::CmpIOp>(k.loc, arith::CmpIPredicate::sge, k.c(P),
-                                    k.mul(k.nthreads, k.c(2 * s.MR))));
-      count = k.select(even, n, count);
+      count = k.select(share.even, n, count);
       // The first r tiles hold MR pixels, the others MR - 1. A range too
       // short for that (r < 0: 13 pixels in tiles of 6 and 5) takes n
       // tiles of MR - 1, the last ending where the range does: the pixels
       // they overlap are computed twice, by this thread.
-      r = k.b.create<arith::MaxSIOp>(k.loc, k.sub(len, k.mul(n, k.c(s.MR - 1))),
-                                     k.c(0));
-      tileOfRange = [&](Value i) -> std::pair<Value, Value> {
+      Value r = k.b.create<arith::MaxSIOp>(
+          k.loc, k.sub(len, k.mul(n, k.c(s.MR - 1))), k.c(0));
+      tileOfRange = [&, begin, rangeEnd,
+                     r](Value i) -> std::pair<Value, Value> {
         Value longer = k.lt(i, r);
         Value emr = k.select(longer, k.c(s.MR), k.c(s.MR - 1));
         Value ep0 = k.b.create<arith::MinSIOp>(
@@ -1590,7 +1631,7 @@ void qatc::codegen::emitDenseConv(KB &k, Isa isa, const DenseConvSpec &s) {
                   k.add(k.mul(i, k.c(s.MR - 1)), k.select(longer, i, r))),
             k.sub(rangeEnd, emr));
         auto [wp0, wmr] = tileAt(k.add(first, i));
-        return {k.select(even, ep0, wp0), k.select(even, emr, wmr)};
+        return {k.select(share.even, ep0, wp0), k.select(share.even, emr, wmr)};
       };
     }
     planPrefetch(k.b.create<arith::MaxSIOp>(k.loc, count, k.c(1)));

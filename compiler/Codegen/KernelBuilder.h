@@ -462,6 +462,11 @@ struct DenseConvSpec : ConvSpec {
   }
 };
 void emitDenseConv(KB &k, Isa isa, const DenseConvSpec &s);
+/// The pixels [first, end) of the map a thread's share of a layer whose
+/// threads split the pixels (`s.splitPixels`) computes: for a pointwise
+/// convolution, also the input pixels it reads.
+std::pair<mlir::Value, mlir::Value> densePixelShare(KB &k,
+                                                    const DenseConvSpec &s);
 
 /// Depthwise convolution (group = channels, one filter each). Weights
 /// f32 [kh*kw][C16]; i8 [kw][output row][row group][C16][4 rows]

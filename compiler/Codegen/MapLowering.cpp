@@ -139,7 +139,97 @@ LogicalResult GraphLowering::lowerMap(Operation *op, std::vector<Src> ins,
                return O.int8 ? k.quantize(y, O.scale, O.zp, O.qmin, O.qmax) : y;
              });
            });
+  if (lanes)
+    noteGatedInput(res, o, ins, loop, fn);
   return success();
+}
+
+void GraphLowering::noteGatedInput(Value res, int o,
+                                   const std::vector<Src> &ins,
+                                   const std::vector<int64_t> &loop,
+                                   const ScalarFn &fn) {
+  // A quantized NHWC map (of a body taking 16-lane vectors) read by one
+  // int8 convolution as its input, from f32 tensors or constants whose
+  // channels are contiguous (or broadcast over pixels, as a
+  // squeeze-excitation gate is): denseConv may run it inside the
+  // convolution's layer. It maps a pixel's channels 16 at a time, so not
+  // under 16 channels: a quantized image's 3 planes take the layer's byte
+  // stores, 16 pixels at a time (emitLaneMap).
+  const CTensor &O = tensors[o];
+  if (!O.int8 || O.desc.layout != plan::Layout::NHWC || loop.size() != 4 ||
+      loop[1] < 16 || !res.hasOneUse())
+    return;
+  auto conv = dyn_cast<qat::ConvOp>(*res.getUsers().begin());
+  if (!conv || conv.getInput() != res)
+    return;
+  std::vector<int> reads;
+  for (const Src &s : ins) {
+    if (s.isInt || (s.tensor >= 0 &&
+                    (tensors[s.tensor].int8 || tensors[s.tensor].isInt() ||
+                     tensors[s.tensor].desc.type != plan::ElemType::F32)))
+      return;
+    if (s.tensor >= 0)
+      reads.push_back(s.tensor);
+  }
+  auto channelsContiguous = [&](const Src &s) {
+    StridedOperand x = operand(s, loop);
+    return x.strides[1] == 1;
+  };
+  if (!channelsContiguous(Src{o, -1, {}, false}) ||
+      !llvm::all_of(ins, channelsContiguous))
+    return;
+  GatedInput g;
+  g.layer = static_cast<int>(layers.size()) - 1;
+  g.consumer = conv;
+  g.reads = std::move(reads);
+  // Pixels [p0, p1) of the map, every channel, as the layer computes them
+  // (the same body and quantization per element).
+  g.emitPixels = [this, o, ins, loop, fn](KB &k, Value p0, Value p1) {
+    const CTensor &O = tensors[o];
+    const int64_t C = loop[1], H = loop[2], W = loop[3];
+    std::vector<StridedOperand> xs;
+    for (const Src &s : ins)
+      xs.push_back(operand(s, loop));
+    StridedOperand out = operand(Src{o, -1, {}, false}, loop);
+    auto v16f32 = VectorType::get({16}, k.f32);
+    k.loop(p0, p1, 1, [&](Value p) {
+      Value w = k.rem(p, k.c(W)), rest = k.div(p, k.c(W));
+      Value h = k.rem(rest, k.c(H)), n = k.div(rest, k.c(H));
+      // An operand's element at channel 0 of pixel p.
+      auto pixelAt = [&](const StridedOperand &x) {
+        return k.add(
+            k.add(k.c(x.offset), k.mul(n, k.c(x.strides[0]))),
+            k.add(k.mul(h, k.c(x.strides[2])), k.mul(w, k.c(x.strides[3]))));
+      };
+      SmallVector<Value> at;
+      for (const StridedOperand &x : xs)
+        at.push_back(pixelAt(x));
+      Value outAt = pixelAt(out);
+      // The `lanes` channels from channel c.
+      auto channels = [&](Value c, int64_t lanes) {
+        Value mask = lanes < 16 ? k.prefixMask(16, k.c(lanes)) : Value();
+        SmallVector<Value> v;
+        for (size_t i = 0; i < xs.size(); ++i) {
+          Value index = k.add(at[i], c);
+          Value ptr = xs[i].inWeights ? k.weightsAt(xs[i].byteOffset, index, 4)
+                                      : k.at(xs[i].byteOffset, index, 4);
+          v.push_back(mask ? k.maskedLoad(v16f32, ptr, mask, k.splatF(0.f, 16))
+                           : k.load(v16f32, ptr));
+        }
+        Value q = k.quantize(fn(k, v), O.scale, O.zp, O.qmin, O.qmax);
+        Value dst = k.at(out.byteOffset, k.add(outAt, c), 1);
+        if (mask)
+          k.maskedStore(q, dst, mask);
+        else
+          k.store(q, dst);
+      };
+      if (C >= 16)
+        k.loop(k.c(0), k.c(C / 16 * 16), 16, [&](Value c) { channels(c, 16); });
+      if (C % 16)
+        channels(k.c(C / 16 * 16), C % 16);
+    });
+  };
+  gatedInputs[o] = std::move(g);
 }
 
 LogicalResult GraphLowering::lowerIntMap(Operation *op, std::vector<Src> ins,

@@ -362,10 +362,13 @@ def channel_shuffle_case(b, c, hw):
     return [1, 8] + list(hw), b.act_qdq(out, 0.1), [1, 8] + list(hw)
 
 
-def squeeze_excitation_case(b, c, hw, k, stride=1, n=1):
+def squeeze_excitation_case(b, c, hw, k, stride=1, n=1, project=0):
     """Squeeze-excitation's start: a depthwise conv with SiLU, whose f32
     result a GlobalAveragePool reads, gated back by the Sigmoid of the mean
-    (the depthwise layer sums its rows for the pool as it stores them)."""
+    (the depthwise layer sums its rows for the pool as it stores them).
+    With `project`, the quantized gated map feeds a 1x1 conv to that many
+    channels, which runs the gating Mul on the pixels each thread's share
+    reads (GraphLowering::denseConv)."""
     h, w = hw
     p = k // 2
     x = b.act_qdq("x", 0.05)
@@ -376,6 +379,10 @@ def squeeze_excitation_case(b, c, hw, k, stride=1, n=1):
     gate = b.node("Sigmoid", [b.node("GlobalAveragePool", [y])])
     out = b.act_qdq(b.node("Mul", [y, gate]), 0.05)
     oh, ow = out_size(h, k, stride, p, p, 1), out_size(w, k, stride, p, p, 1)
+    if project:
+        pb = b.const("pb", b.rng.normal(0, 0.2, project).astype(np.float32))
+        out = b.act_qdq(b.node("Conv", [out, b.weight([project, c, 1, 1]), pb]), 0.1)
+        return [n, c, h, w], out, [n, project, oh, ow]
     return [n, c, h, w], out, [n, c, oh, ow]
 
 
@@ -521,6 +528,16 @@ CASES = {
         b, 24, (11, 11), 3, stride=2),
     "depthwise_silu_pool_c40_5x5_chunks": lambda b: squeeze_excitation_case(
         b, 40, (5, 150), 5),
+    # The gating Mul inside the projection's layer: 40 channels (a masked
+    # block of 8) and a gate per image; 18 channels (the conv reads 2 bytes
+    # past each pixel's); a 7x7 map (an equal pixel range per thread, tiles
+    # of MR and MR - 1) and a 16x24 one (whole tiles per thread).
+    "squeeze_excitation_c40_project_batch2": lambda b: squeeze_excitation_case(
+        b, 40, (9, 13), 3, n=2, project=24),
+    "squeeze_excitation_c18_project_7x7": lambda b: squeeze_excitation_case(
+        b, 18, (7, 7), 3, project=20),
+    "squeeze_excitation_c32_project_16x24": lambda b: squeeze_excitation_case(
+        b, 32, (16, 24), 3, project=48),
     "depthwise_c144_3x3_odd_rows_batch2_silu": lambda b: conv_case(
         b, 144, 144, (7, 10), 3, pads=(1, 1, 1, 1), group=144, n=2, post=silu),
     "depthwise_c128_3x3_s2_prelu": lambda b: conv_case(
