@@ -336,22 +336,23 @@ LogicalResult GraphLowering::denseConv(
   if (residual >= 0)
     ins.push_back(residual);
   // The elementwise map that quantizes this pointwise convolution's input
-  // (squeeze-excitation's gating Mul), when it is the layer just before
-  // and nothing else reads its result, runs in this layer: each thread maps
-  // the pixels its share reads, then convolves them, with no barrier
-  // between (the map's own layer met the threads before and after it).
-  std::shared_ptr<GatedInput> gate;
-  auto gated = gatedInputs.find(in);
-  if (gated != gatedInputs.end() && s.int8 && s.splitPixels && s.pointwise() &&
-      !s.copiesWindows() && residual != in && gated->second.consumer == op &&
-      gated->second.layer + 1 == static_cast<int>(layers.size())) {
-    gate = std::make_shared<GatedInput>(std::move(gated->second));
-    gatedInputs.erase(gated);
+  // (squeeze-excitation's gating Mul, a BatchNorm + ReLU), when it is the
+  // layer just before and nothing else reads its result, runs in this
+  // layer: each thread maps the pixels its share reads, then convolves
+  // them. The threads met before the map's layer and after it; now only
+  // before this one.
+  std::shared_ptr<InputMap> inputMap;
+  auto pending = inputMaps.find(in);
+  if (pending != inputMaps.end() && s.int8 && s.splitPixels && s.pointwise() &&
+      !s.copiesWindows() && residual != in && pending->second.consumer == op &&
+      pending->second.layer + 1 == static_cast<int>(layers.size())) {
+    inputMap = std::make_shared<InputMap>(std::move(pending->second));
+    inputMaps.erase(pending);
     // Its storages' lifetimes already reach this layer's index.
     Layer map = std::move(layers.back());
     layers.pop_back();
     kernel = map.desc.kernel + " > " + kernel;
-    ins.insert(ins.end(), gate->reads.begin(), gate->reads.end());
+    ins.insert(ins.end(), inputMap->reads.begin(), inputMap->reads.end());
     outs.push_back(in);
   }
   int64_t macs = s.N * s.OH * s.OW * s.OC * s.KH * s.KW * s.IC;
@@ -360,9 +361,9 @@ LogicalResult GraphLowering::denseConv(
            [=](KB &k) {
              DenseConvSpec spec = s;
              bindConv(spec, in, outT, residual);
-             if (gate) {
+             if (inputMap) {
                auto [p0, p1] = densePixelShare(k, spec);
-               gate->emitPixels(k, p0, p1);
+               inputMap->emitPixels(k, p0, p1);
              }
              emitDenseConv(k, isa, spec);
            });

@@ -649,10 +649,10 @@ private:
   /// The result is `res` (default: op's), the layer's location `loc`
   /// (default: op's). With `lanes`, `fn` works on 16-lane vectors too and
   /// the innermost loop runs 16 elements at a time.
-  /// Records the map just lowered (lowerMap) in gatedInputs where one
+  /// Records the map just lowered (lowerMap) in inputMaps where one
   /// pointwise int8 convolution reads its quantized NHWC result.
-  void noteGatedInput(Value res, int o, const std::vector<Src> &ins,
-                      const std::vector<int64_t> &loop, const ScalarFn &fn);
+  void noteInputMap(Value res, int o, const std::vector<Src> &ins,
+                    const std::vector<int64_t> &loop, const ScalarFn &fn);
   LogicalResult lowerMap(Operation *op, std::vector<Src> ins,
                          std::string kernel, ScalarFn fn, Value res = {},
                          std::optional<Location> loc = std::nullopt,
@@ -899,19 +899,20 @@ private:
     std::shared_ptr<int> sums;
   };
   std::map<int, RowSums> rowSumsOf;
-  /// Elementwise maps of a full NHWC f32 map and per-image channel vectors
-  /// to int8 (squeeze-excitation's gating Mul and its quantize) whose result
-  /// only a pointwise int8 convolution reads, by result tensor: the map's
-  /// layer, that convolution, the tensors it reads, and its code over
-  /// pixels [p0, p1). denseConv runs it inside the convolution's layer on
-  /// the pixels each thread's share reads (GraphLowering::denseConv).
-  struct GatedInput {
+  /// Elementwise maps to int8 NHWC data from f32 tensors with contiguous
+  /// channels (squeeze-excitation's gating Mul and its quantize, a BatchNorm
+  /// + ReLU + quantize) whose result only a pointwise int8 convolution
+  /// reads, by result tensor: the map's layer, that convolution, the
+  /// tensors the map reads, and its code over pixels [p0, p1). denseConv
+  /// runs it inside the convolution's layer on the pixels each thread's
+  /// share reads (noteInputMap records them).
+  struct InputMap {
     int layer = -1;
     Operation *consumer = nullptr;
     std::vector<int> reads;
     std::function<void(KB &, mlir::Value, mlir::Value)> emitPixels;
   };
-  std::map<int, GatedInput> gatedInputs;
+  std::map<int, InputMap> inputMaps;
   llvm::DenseSet<Operation *> folded;
   llvm::DenseMap<Value, int64_t> constantOffsets;
   bool constantError = false;

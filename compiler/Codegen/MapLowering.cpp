@@ -140,14 +140,13 @@ LogicalResult GraphLowering::lowerMap(Operation *op, std::vector<Src> ins,
              });
            });
   if (lanes)
-    noteGatedInput(res, o, ins, loop, fn);
+    noteInputMap(res, o, ins, loop, fn);
   return success();
 }
 
-void GraphLowering::noteGatedInput(Value res, int o,
-                                   const std::vector<Src> &ins,
-                                   const std::vector<int64_t> &loop,
-                                   const ScalarFn &fn) {
+void GraphLowering::noteInputMap(Value res, int o, const std::vector<Src> &ins,
+                                 const std::vector<int64_t> &loop,
+                                 const ScalarFn &fn) {
   // A quantized NHWC map (of a body taking 16-lane vectors) read by one
   // int8 convolution as its input, from f32 tensors or constants whose
   // channels are contiguous (or broadcast over pixels, as a
@@ -178,7 +177,7 @@ void GraphLowering::noteGatedInput(Value res, int o,
   if (!channelsContiguous(Src{o, -1, {}, false}) ||
       !llvm::all_of(ins, channelsContiguous))
     return;
-  GatedInput g;
+  InputMap g;
   g.layer = static_cast<int>(layers.size()) - 1;
   g.consumer = conv;
   g.reads = std::move(reads);
@@ -229,7 +228,7 @@ void GraphLowering::noteGatedInput(Value res, int o,
         channels(k.c(C / 16 * 16), C % 16);
     });
   };
-  gatedInputs[o] = std::move(g);
+  inputMaps[o] = std::move(g);
 }
 
 LogicalResult GraphLowering::lowerIntMap(Operation *op, std::vector<Src> ins,

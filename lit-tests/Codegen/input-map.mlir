@@ -1,4 +1,4 @@
-// Tests of the gated input (GraphLowering::noteGatedInput and denseConv): an
+// Tests of input maps (GraphLowering::noteInputMap and denseConv): an
 // elementwise map quantizing a pointwise int8 convolution's input, which
 // nothing else reads (squeeze-excitation's gating Mul and its quantize),
 // runs inside the convolution's layer. Each thread maps the pixels its share
