@@ -649,14 +649,15 @@ private:
   /// The result is `res` (default: op's), the layer's location `loc`
   /// (default: op's). With `lanes`, `fn` works on 16-lane vectors too and
   /// the innermost loop runs 16 elements at a time.
-  /// Records the map just lowered (lowerMap) in inputMaps where one
-  /// pointwise int8 convolution reads its quantized NHWC result.
-  void noteInputMap(Value res, int o, const std::vector<Src> &ins,
-                    const std::vector<int64_t> &loop, const ScalarFn &fn);
   LogicalResult lowerMap(Operation *op, std::vector<Src> ins,
                          std::string kernel, ScalarFn fn, Value res = {},
                          std::optional<Location> loc = std::nullopt,
                          bool lanes = false);
+  /// Records the map just lowered (lowerMap) in inputMaps where one
+  /// pointwise int8 convolution reads its quantized NHWC result; `element`
+  /// is the map's whole computation of one result from its loaded inputs.
+  void noteInputMap(Value res, int o, const std::vector<Src> &ins,
+                    const std::vector<int64_t> &loop, const ScalarFn &element);
   LogicalResult lowerUnary(Operation *op, std::string kernel, ScalarFn fn,
                            bool lanes = false) {
     return lowerMap(op, {srcOf(op->getOperand(0))}, std::move(kernel),

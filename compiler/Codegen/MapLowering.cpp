@@ -109,6 +109,30 @@ LogicalResult GraphLowering::lowerMap(Operation *op, std::vector<Src> ins,
       int8 |= tensors[s.tensor].int8;
     }
   std::vector<int64_t> loop(shape.begin(), shape.end());
+  // One result from the loaded inputs: the layer's, and an input map's
+  // (noteInputMap) where a convolution takes the map.
+  ScalarFn element = [this, ins, o, fn, act](KB &k,
+                                             ArrayRef<Value> v) -> Value {
+    SmallVector<Value> f;
+    for (size_t i = 0; i < ins.size(); ++i) {
+      const Src &s = ins[i];
+      f.push_back(s.tensor >= 0 && tensors[s.tensor].int8
+                      ? k.dequantize(v[i], tensors[s.tensor].zp,
+                                     tensors[s.tensor].scale)
+                      : v[i]);
+    }
+    Value y = fn(k, f);
+    if (act) {
+      if (!std::isinf(act->first))
+        y = k.b.create<arith::MaximumFOp>(k.loc, y,
+                                          k.floatLike(y.getType(), act->first));
+      if (!std::isinf(act->second))
+        y = k.b.create<arith::MinimumFOp>(
+            k.loc, y, k.floatLike(y.getType(), act->second));
+    }
+    const CTensor &O = tensors[o];
+    return O.int8 ? k.quantize(y, O.scale, O.zp, O.qmin, O.qmax) : y;
+  };
   addLayer(at, nodeName(at), opTypeOf(at, op), kernel, int8 ? "int8" : "fp32",
            product(loop) > 4096, 0, reads, {o}, [=](KB &k) {
              StridedMap m;
@@ -117,36 +141,18 @@ LogicalResult GraphLowering::lowerMap(Operation *op, std::vector<Src> ins,
              m.lanes = lanes;
              for (const Src &s : ins)
                m.ins.push_back(operand(s, loop));
-             const CTensor &O = tensors[o];
              emitStridedMap(k, m, [&](ArrayRef<Value> v) -> Value {
-               SmallVector<Value> f;
-               for (size_t i = 0; i < ins.size(); ++i) {
-                 const Src &s = ins[i];
-                 f.push_back(s.tensor >= 0 && tensors[s.tensor].int8
-                                 ? k.dequantize(v[i], tensors[s.tensor].zp,
-                                                tensors[s.tensor].scale)
-                                 : v[i]);
-               }
-               Value y = fn(k, f);
-               if (act) {
-                 if (!std::isinf(act->first))
-                   y = k.b.create<arith::MaximumFOp>(
-                       k.loc, y, k.floatLike(y.getType(), act->first));
-                 if (!std::isinf(act->second))
-                   y = k.b.create<arith::MinimumFOp>(
-                       k.loc, y, k.floatLike(y.getType(), act->second));
-               }
-               return O.int8 ? k.quantize(y, O.scale, O.zp, O.qmin, O.qmax) : y;
+               return element(k, v);
              });
            });
   if (lanes)
-    noteInputMap(res, o, ins, loop, fn);
+    noteInputMap(res, o, ins, loop, element);
   return success();
 }
 
 void GraphLowering::noteInputMap(Value res, int o, const std::vector<Src> &ins,
                                  const std::vector<int64_t> &loop,
-                                 const ScalarFn &fn) {
+                                 const ScalarFn &element) {
   // A quantized NHWC map (of a body taking 16-lane vectors) read by one
   // int8 convolution as its input, from f32 tensors or constants whose
   // channels are contiguous (or broadcast over pixels, as a
@@ -182,9 +188,8 @@ void GraphLowering::noteInputMap(Value res, int o, const std::vector<Src> &ins,
   g.consumer = conv;
   g.reads = std::move(reads);
   // Pixels [p0, p1) of the map, every channel, as the layer computes them
-  // (the same body and quantization per element).
-  g.emitPixels = [this, o, ins, loop, fn](KB &k, Value p0, Value p1) {
-    const CTensor &O = tensors[o];
+  // (`element`).
+  g.emitPixels = [this, o, ins, loop, element](KB &k, Value p0, Value p1) {
     const int64_t C = loop[1], H = loop[2], W = loop[3];
     std::vector<StridedOperand> xs;
     for (const Src &s : ins)
@@ -215,7 +220,7 @@ void GraphLowering::noteInputMap(Value res, int o, const std::vector<Src> &ins,
           v.push_back(mask ? k.maskedLoad(v16f32, ptr, mask, k.splatF(0.f, 16))
                            : k.load(v16f32, ptr));
         }
-        Value q = k.quantize(fn(k, v), O.scale, O.zp, O.qmin, O.qmax);
+        Value q = element(k, v);
         Value dst = k.at(out.byteOffset, k.add(outAt, c), 1);
         if (mask)
           k.maskedStore(q, dst, mask);

@@ -365,8 +365,8 @@ def channel_shuffle_case(b, c, hw):
 def squeeze_excitation_case(b, c, hw, k, stride=1, n=1, project=0):
     """Squeeze-excitation's start: a depthwise conv with SiLU, whose f32
     result a GlobalAveragePool reads, gated back by the Sigmoid of the mean
-    (the depthwise layer sums its rows for the pool as it stores them).
-    With `project`, the quantized gated map feeds a 1x1 conv to that many
+    (the depthwise layer sums each band's pixels for the pool as it stores
+    them). With `project`, the quantized gated map feeds a 1x1 conv to that many
     channels, which runs the gating Mul on the pixels each thread's share
     reads (GraphLowering::denseConv)."""
     h, w = hw
@@ -529,9 +529,10 @@ CASES = {
     "depthwise_silu_pool_c40_5x5_chunks": lambda b: squeeze_excitation_case(
         b, 40, (5, 150), 5),
     # The gating Mul inside the projection's layer: 40 channels (a masked
-    # block of 8) and a gate per image; 18 channels (the conv reads 2 bytes
-    # past each pixel's); a 7x7 map (an equal pixel range per thread, tiles
-    # of MR and MR - 1) and a 16x24 one (whole tiles per thread).
+    # block of 8) and a gate per image; 18 channels (stored 20 apart: the
+    # conv reads each pixel's 2 padding bytes, which the map does not
+    # write); a 7x7 map (an equal pixel range per thread, tiles of MR and
+    # MR - 1) and a 16x24 one (whole tiles per thread).
     "squeeze_excitation_c40_project_batch2": lambda b: squeeze_excitation_case(
         b, 40, (9, 13), 3, n=2, project=24),
     "squeeze_excitation_c18_project_7x7": lambda b: squeeze_excitation_case(
