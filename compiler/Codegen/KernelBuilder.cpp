@@ -801,19 +801,41 @@ Value qatc::codegen::emitDot4(KB &k, Isa isa, Value acc, Value a, Value w) {
                            k.loc, VectorType::get({width / 2}, k.i32), pmadd,
                            ValueRange{part(a16, off), part(w16, off)})
                           .getResult(0));
-    Value all = k.concat(pairs);
-    SmallVector<int64_t> even, odd;
-    for (int64_t l = 0; l < 16; ++l) {
-      even.push_back(2 * l);
-      odd.push_back(2 * l + 1);
-    }
-    Value sum = b.create<arith::AddIOp>(
-        k.loc, b.create<vector::ShuffleOp>(k.loc, all, all, even),
-        b.create<vector::ShuffleOp>(k.loc, all, all, odd));
-    return b.create<arith::AddIOp>(k.loc, acc, sum);
+    // Lane j of part p's pmaddwd is half j % 2 of sum 4p + j / 2 (in the
+    // order of the parts' bytes): the 32 lanes are dotAccInit's form.
+    return b.create<arith::AddIOp>(k.loc, acc, k.concat(pairs));
   }
   }
   return acc;
+}
+
+bool qatc::codegen::dotSumsPairs(Isa isa) {
+  return isa == Isa::AVX2 || isa == Isa::Generic;
+}
+
+Value qatc::codegen::dotAccInit(KB &k, Isa isa, Value acc16) {
+  if (!dotSumsPairs(isa))
+    return acc16;
+  SmallVector<int64_t> spread;
+  for (int64_t l = 0; l < 16; ++l) {
+    spread.push_back(l);
+    spread.push_back(16 + l);
+  }
+  return k.b.create<vector::ShuffleOp>(k.loc, acc16, k.splatI(0, 16, k.i32),
+                                       spread);
+}
+
+Value qatc::codegen::dotAccFinish(KB &k, Isa isa, Value acc) {
+  if (!dotSumsPairs(isa))
+    return acc;
+  SmallVector<int64_t> even, odd;
+  for (int64_t l = 0; l < 16; ++l) {
+    even.push_back(2 * l);
+    odd.push_back(2 * l + 1);
+  }
+  return k.b.create<arith::AddIOp>(
+      k.loc, k.b.create<vector::ShuffleOp>(k.loc, acc, acc, even),
+      k.b.create<vector::ShuffleOp>(k.loc, acc, acc, odd));
 }
 
 /// Stores the i32 vector `qi` (16 lanes per part) as bytes, 16 to each of
@@ -1357,8 +1379,8 @@ void qatc::codegen::emitDenseConv(KB &k, Isa isa, const DenseConvSpec &s) {
       for (int64_t m = 0; m < mr; ++m)
         for (int64_t v = 0; v < s.NV; ++v) {
           if (s.int8)
-            init.push_back(
-                k.load(accType, packedAt(s.corrOff + v * 64, c0, 4)));
+            init.push_back(dotAccInit(
+                k, isa, k.load(accType, packedAt(s.corrOff + v * 64, c0, 4))));
           else
             init.push_back(k.splatF(0.f, 16));
         }
@@ -1528,6 +1550,9 @@ void qatc::codegen::emitDenseConv(KB &k, Isa isa, const DenseConvSpec &s) {
               },
               anyRow);
         });
+      if (s.int8)
+        for (Value &acc : accs)
+          acc = dotAccFinish(k, isa, acc);
       if (s.rowEpilogue) {
         assert(blocks == 1 && "a row epilogue needs every channel in a tile");
         SmallVector<SmallVector<Value>> rows(mr);
@@ -1888,11 +1913,12 @@ static void emitDepthwiseColumns(KB &k, Isa isa, const DepthwiseSpec &s) {
         SmallVector<Value> rowSums;
         for (int64_t i = 0; i < nrows * count; ++i)
           for (int64_t v = 0; v < V; ++v)
-            acc.push_back(V == 1
-                              ? corr[v]
-                              : k.b.create<LLVM::LoadOp>(
-                                    k.loc, v16i32,
-                                    k.gep(wBase, s.corrOff + 64 * v), 1, true));
+            acc.push_back(dotAccInit(
+                k, isa,
+                V == 1 ? corr[v]
+                       : k.b.create<LLVM::LoadOp>(
+                             k.loc, v16i32, k.gep(wBase, s.corrOff + 64 * v), 1,
+                             true)));
         for (int64_t j = 0; j < (count - 1) * s.SW + s.KW; ++j)
           for (int64_t g = 0; g < groups; ++g) {
             SmallVector<Value> col =
@@ -1913,6 +1939,8 @@ static void emitDepthwiseColumns(KB &k, Isa isa, const DepthwiseSpec &s) {
                 }
               }
           }
+        for (Value &a : acc)
+          a = dotAccFinish(k, isa, a);
         for (int64_t r = 0; r < nrows; ++r) {
           Value pixRow =
               k.mul(k.add(k.mul(n, k.c(s.OH)), k.add(oh0, k.c(r))), k.c(s.OW));
@@ -2148,7 +2176,8 @@ void qatc::codegen::emitDepthwise(KB &k, Isa isa, const DepthwiseSpec &s) {
       Value pix = k.add(k.mul(k.add(k.mul(n, k.c(s.OH)), oh), k.c(s.OW)), ow);
       k.loop(k.c(0), k.c(s.C), 16, [&](Value c0) {
         Value mask = k.prefixMask(16, k.sub(k.c(s.C), c0));
-        Value acc = k.load(v16i32, k.weightsAt(s.corrOff, c0, 4));
+        Value acc =
+            dotAccInit(k, isa, k.load(v16i32, k.weightsAt(s.corrOff, c0, 4)));
         Value zero = k.splatI(0, 16, k.i8);
         for (int64_t g = 0; g * 4 < T; ++g) {
           SmallVector<Value> x;
@@ -2161,7 +2190,7 @@ void qatc::codegen::emitDepthwise(KB &k, Isa isa, const DepthwiseSpec &s) {
               k.load(v16i32, k.weightsAt(s.weightOff + g * C16 * 4, c0, 4));
           acc = emitDot4(k, isa, acc, interleaveRows(k, isa, x), w);
         }
-        epilogueAt(k, s, acc, pix, c0, mask);
+        epilogueAt(k, s, dotAccFinish(k, isa, acc), pix, c0, mask);
       });
     });
   });

@@ -253,10 +253,23 @@ public:
 };
 
 /// acc + dot4(u8 a, s8 b) per i32 lane (vpdpbusd semantics, exact: no
-/// saturation), for vector<16xi32> operands holding 4 bytes per lane. The one
-/// place that knows how each ISA does it.
+/// saturation), for vector<16xi32> operands `a` and `b` holding 4 bytes per
+/// lane. The one place that knows how each ISA does it. `acc` is in the
+/// ISA's accumulator form: dotAccInit of 16 sums before a K loop,
+/// dotAccFinish after it.
 mlir::Value emitDot4(KB &k, Isa isa, mlir::Value acc, mlir::Value a,
                      mlir::Value b);
+/// Whether emitDot4 sums products in pairs (vpmaddwd: avx2, generic), not
+/// in fours.
+bool dotSumsPairs(Isa isa);
+/// The accumulator emitDot4 takes for 16 sums `acc16` (vector<16xi32>):
+/// itself with VNNI; without it (avx2, generic), 32 lanes of pair sums,
+/// lane 2l + h holding half h of sum l (acc16's lane in h = 0), so that each
+/// step adds vpmaddwd's pair sums as they come and the halves meet once,
+/// after the K loop, not at every step.
+mlir::Value dotAccInit(KB &k, Isa isa, mlir::Value acc16);
+/// The 16 sums of an accumulator in emitDot4's form.
+mlir::Value dotAccFinish(KB &k, Isa isa, mlir::Value acc);
 
 /// The requantizing / float epilogue of conv, matmul and add.
 struct Epilogue {
