@@ -53,12 +53,7 @@ void GraphLowering::chooseTile(DenseConvSpec &s) const {
     int64_t nb = nv * 16;
     return double(s.OC) / double((s.OC + nb - 1) / nb * nb);
   };
-  // Without VNNI an int8 vector of 16 sums is four ymm of pair sums (xmm:
-  // eight), so tiles hold fewer of them.
-  const bool pairs = s.int8 && dotSumsPairs(target.isa);
-  int64_t maxNV = std::min<int64_t>(
-      avx512 ? 4 : (pairs && target.isa == Isa::Generic ? 1 : 2),
-      (s.OC + 15) / 16);
+  int64_t maxNV = std::min<int64_t>(avx512 ? 4 : 2, (s.OC + 15) / 16);
   double best = 0;
   for (int64_t nv = maxNV; nv >= 1; --nv)
     best = std::max(best, useful(nv));
@@ -88,8 +83,10 @@ int64_t GraphLowering::tileRows(bool int8, int64_t nv) const {
   // sums) spilled; conv3x3 64->64 at 56x56, fastest of 12 runs, AMD
   // family 25 model 1: 2.8 ms at 2x32, 2.3-2.4 ms at 1x32 or 2x16, about
   // 50 G MAC/s, the host's vpmaddwd rate (one per cycle).
+  // generic (xmm) would want 1x16, but packs its weights as avx2 does, so
+  // that a multi-path plan stores them once.
   if (int8 && dotSumsPairs(target.isa))
-    return target.isa == Isa::Generic || nv >= 2 ? 1 : 2;
+    return nv >= 2 ? 1 : 2;
   return nv >= 2 ? 2 : 4;
 }
 
