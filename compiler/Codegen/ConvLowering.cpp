@@ -431,7 +431,18 @@ LogicalResult GraphLowering::lowerConv(Operation *op, bool int8, int in, int o,
   // f32: [kh*kw][C16]. int8: [kw][output row][row group][C16][4 rows]
   // without dilation (the column kernel), else [tap group][C16][4 taps]; zero
   // past the last row / tap: one vpdpbusd dword per channel.
-  s.columns = int8 && s.DH == 1 && s.DW == 1;
+  // Without VNNI, strided or dilated int8 sums in f32 (DepthwiseSpec::
+  // floatSums). A product is at most 255 * 255 in magnitude, the zero-point
+  // term (-zx * the weights' sum) at most KH * KW of them, and so is the
+  // sum. At stride 1 the column kernel, which loads each input column
+  // once per band, stays ahead: AMD family 25 model 1, fastest of 12 runs,
+  // 3x3 over 96 channels at 112x112, stride 2: 0.27 -> 0.21 ms; over 128
+  // at 56x56: 95 -> 75 us; but stride 1, 72 channels at 28x28: 40 -> 46 us,
+  // 5x5 over 240 at 14x14: 60 -> 72 us.
+  const bool unitSteps = s.SH == 1 && s.SW == 1 && s.DH == 1 && s.DW == 1;
+  s.floatSums = int8 && dotSumsPairs(target.isa) && !unitSteps &&
+                2 * 255 * 255 * KH * KW < (int64_t(1) << 24);
+  s.columns = int8 && !s.floatSums && s.DH == 1 && s.DW == 1;
   if (s.columns)
     s.chooseRows();
   // Whole blocks of 64 channels in interleave64's order, where the epilogue
@@ -450,17 +461,18 @@ LogicalResult GraphLowering::lowerConv(Operation *op, bool int8, int in, int o,
   // The column kernel's (and f32 rows') rows outside the image point at a
   // whole row of the zero point (its padding plane), the others' taps at
   // one pixel of it.
-  s.padRowOff =
-      padRow(int8, x.zp, s.columns || !int8 ? s.W * s.inCS + C16 : C16);
+  s.padRowOff = padRow(
+      int8, x.zp, s.columns || s.floatSums || !int8 ? s.W * s.inCS + C16 : C16);
   int64_t rowGroups = s.rowGroups();
   int64_t groups = s.columns ? KW * s.rows * rowGroups : (KH * KW + 3) / 4;
-  std::vector<int8_t> packed8(int8 ? groups * C16 * 4 : 0, 0);
-  std::vector<float> packedF(int8 ? 0 : KH * KW * C16, 0.f);
+  const bool bytes = int8 && !s.floatSums;
+  std::vector<int8_t> packed8(bytes ? groups * C16 * 4 : 0, 0);
+  std::vector<float> packedF(bytes ? 0 : KH * KW * C16, 0.f);
   for (int64_t c = 0; c < IC; ++c)
     for (int64_t t = 0; t < KH * KW; ++t) {
       double w = weight(c * KH * KW + t);
       int64_t kh = t / KW, kw = t % KW;
-      if (!int8)
+      if (!bytes)
         packedF[t * C16 + c] = static_cast<float>(w);
       else if (s.columns)
         for (int64_t r = 0; r < s.rows; ++r) {
@@ -473,7 +485,7 @@ LogicalResult GraphLowering::lowerConv(Operation *op, bool int8, int in, int o,
       else
         packed8[((t / 4) * C16 + c) * 4 + t % 4] = static_cast<int8_t>(w);
     }
-  s.weightOff = int8 ? addArray(packed8) : addArray(packedF);
+  s.weightOff = bytes ? addArray(packed8) : addArray(packedF);
   std::vector<int> ins = {in};
   if (residual >= 0)
     ins.push_back(residual);
@@ -483,13 +495,14 @@ LogicalResult GraphLowering::lowerConv(Operation *op, bool int8, int in, int o,
   std::string kernel =
       std::string(int8 ? (hasAvx512(isa)        ? "vnni-depthwise "
                           : isa == Isa::AVXVNNI ? "avxvnni-depthwise "
+                          : s.floatSums         ? "int8-f32sum-depthwise "
                                                 : "int8-depthwise ")
                        : "fp32-depthwise ") +
-      (!int8          ? "4x16"
-       : !s.columns   ? "1x16"
-       : s.wideBlocks ? (s.rows == 2 ? "2x2x64" : "2x64")
-       : s.rows == 2  ? "2x4x16"
-                      : "4x16") +
+      (!int8 || s.floatSums ? "4x16"
+       : !s.columns         ? "1x16"
+       : s.wideBlocks       ? (s.rows == 2 ? "2x2x64" : "2x64")
+       : s.rows == 2        ? "2x4x16"
+                            : "4x16") +
       s.ep.chainName;
   // An f32 result in 16-channel blocks can also be summed row by row for a
   // GlobalAveragePool of it (lowerReduce asks).

@@ -2076,12 +2076,63 @@ SmallVector<Value> qatc::codegen::windowTaps(KB &k, const ConvSpec &s, Value n,
 /// the pixel-at-a-time loop, which still does the columns whose taps reach
 /// past the row's ends; a kernel row outside the image reads the padding
 /// row (zeros, a whole row of them), as that loop's taps do.
-static void emitDepthwiseF32Rows(KB &k, const DepthwiseSpec &s) {
+static void emitDepthwiseF32Rows(KB &k, Isa isa, const DepthwiseSpec &s) {
   OpBuilder &b = k.b;
   constexpr int64_t R = 4;
   const int64_t C16 = (s.C + 15) / 16 * 16, T = s.KH * s.KW;
-  const int64_t pixBytes = s.inCS * 4;
+  // int8 (DepthwiseSpec::floatSums): bytes in, i32 sums out.
+  const int64_t inBytes = s.int8 ? 1 : 4, pixBytes = s.inCS * inBytes;
   auto vIn = VectorType::get({16}, k.f32);
+  auto vLoad = VectorType::get({16}, s.int8 ? k.i8 : k.f32);
+  // 0 as loaded (each row's constant): the masked lanes, and f32 sums'
+  // start.
+  Value zero;
+  // The input's 16 channels at `p` as f32 (lanes off `mask` undefined).
+  auto input = [&](Value p, Value mask) -> Value {
+    Value x = k.maskedLoad(vLoad, p, mask, zero);
+    if (!s.int8)
+      return x;
+    return b.create<arith::UIToFPOp>(
+        k.loc, vIn,
+        b.create<arith::ExtUIOp>(k.loc, VectorType::get({16}, k.i32), x));
+  };
+  // acc + x * w: products and sums of integers under 2^24 are exact either
+  // way; generic (no FMA instruction) multiplies and adds.
+  auto madd = [&](Value x, Value w, Value acc) -> Value {
+    if (s.int8 && isa == Isa::Generic)
+      return b.create<arith::AddFOp>(k.loc, acc,
+                                     b.create<arith::MulFOp>(k.loc, x, w));
+    return b.create<vector::FMAOp>(k.loc, x, w, acc);
+  };
+  // f32 sums start at 0, int8 ones at the zero-point terms and leave as
+  // i32.
+  auto start = [&](Value c0) -> Value {
+    if (!s.int8)
+      return zero;
+    return b.create<arith::SIToFPOp>(
+        k.loc, vIn,
+        k.load(VectorType::get({16}, k.i32), k.weightsAt(s.corrOff, c0, 4)));
+  };
+  // The channel blocks of 16 and their masks. AVX2 has no masked byte
+  // load: under a mask known only at run time LLVM loads int8 lane by lane
+  // (3x3 over 72 channels at 28x28: 4x the time). So int8 takes the whole
+  // blocks unmasked and the last one with a constant mask.
+  auto channelBlocks = [&](llvm::function_ref<void(Value, Value)> body) {
+    if (!s.int8)
+      return k.loop(k.c(0), k.c(s.C), 16,
+                    [&](Value c0) { body(c0, k.channelMask(c0, s.C, 16)); });
+    const int64_t whole = s.C / 16 * 16;
+    if (whole)
+      k.loop(k.c(0), k.c(whole), 16,
+             [&](Value c0) { body(c0, k.channelMask(c0, 16, 16)); });
+    if (whole < s.C)
+      body(k.c(whole), k.prefixMask(16, k.c(s.C - whole)));
+  };
+  auto sums = [&](Value acc) -> Value {
+    if (!s.int8)
+      return acc;
+    return b.create<arith::FPToSIOp>(k.loc, VectorType::get({16}, k.i32), acc);
+  };
   // Output columns whose every tap lies inside the row.
   const int64_t owLo = std::min(s.OW, (s.PL + s.SW - 1) / s.SW);
   const int64_t lastTap = (s.KW - 1) * s.DW - s.PL;
@@ -2102,7 +2153,7 @@ static void emitDepthwiseF32Rows(KB &k, const DepthwiseSpec &s) {
                               pixelPointer(k, s, n, ih, k.c(0)), padRow));
     }
     Value pixRow = k.mul(idx, k.c(s.OW));
-    Value zero = k.splatF(0.f, 16);
+    zero = s.int8 ? k.splatI(0, 16, k.i8) : k.splatF(0.f, 16);
     auto weightAt = [&](int64_t t, Value c0) {
       return k.load(vIn, k.weightsAt(s.weightOff + t * C16 * 4, c0, 4));
     };
@@ -2110,25 +2161,21 @@ static void emitDepthwiseF32Rows(KB &k, const DepthwiseSpec &s) {
     // once per pixel for every channel block).
     auto single = [&](Value ow) {
       SmallVector<Value> px = windowTaps(k, s, n, oh, ow, padRow);
-      k.loop(k.c(0), k.c(s.C), 16, [&](Value c0) {
-        Value mask = k.channelMask(c0, s.C, 16);
-        Value cOff = k.mul(c0, k.c(4));
-        Value acc = zero;
-        for (int64_t t = 0; t < T; ++t) {
-          Value x = k.maskedLoad(vIn, k.gep(px[t], cOff), mask, zero);
-          acc = b.create<vector::FMAOp>(k.loc, x, weightAt(t, c0), acc);
-        }
-        epilogueAt(k, s, {acc}, {k.add(pixRow, ow)}, c0, mask);
+      channelBlocks([&](Value c0, Value mask) {
+        Value cOff = k.mul(c0, k.c(inBytes));
+        Value acc = start(c0);
+        for (int64_t t = 0; t < T; ++t)
+          acc = madd(input(k.gep(px[t], cOff), mask), weightAt(t, c0), acc);
+        epilogueAt(k, s, {sums(acc)}, {k.add(pixRow, ow)}, c0, mask);
       });
     };
     k.loop(k.c(0), k.c(owLo), 1, single);
     // R pixels, every channel block: their input columns (KH rows of
     // (R - 1) * SW + KW pixels, all channels) stay in L1 across the blocks.
     k.loop(k.c(owLo), k.c(owLo + inner), R, [&](Value ow) {
-      k.loop(k.c(0), k.c(s.C), 16, [&](Value c0) {
-        Value mask = k.channelMask(c0, s.C, 16);
-        Value cOff = k.mul(c0, k.c(4));
-        SmallVector<Value> acc(R, zero), pix;
+      channelBlocks([&](Value c0, Value mask) {
+        Value cOff = k.mul(c0, k.c(inBytes));
+        SmallVector<Value> acc(R, start(c0)), pix;
         for (int64_t t = 0; t < T; ++t) {
           int64_t kh = t / s.KW, kw = t % s.KW;
           Value w = weightAt(t, c0);
@@ -2138,14 +2185,15 @@ static void emitDepthwiseF32Rows(KB &k, const DepthwiseSpec &s) {
             // one load of each).
             Value iw =
                 k.add(k.mul(ow, k.c(s.SW)), k.c(r * s.SW + kw * s.DW - s.PL));
-            Value x = k.maskedLoad(
-                vIn, k.gep(k.gep(rows[kh], k.mul(iw, k.c(pixBytes))), cOff),
-                mask, zero);
-            acc[r] = b.create<vector::FMAOp>(k.loc, x, w, acc[r]);
+            Value x = input(
+                k.gep(k.gep(rows[kh], k.mul(iw, k.c(pixBytes))), cOff), mask);
+            acc[r] = madd(x, w, acc[r]);
           }
         }
-        for (int64_t r = 0; r < R; ++r)
+        for (int64_t r = 0; r < R; ++r) {
           pix.push_back(k.add(pixRow, k.add(ow, k.c(r))));
+          acc[r] = sums(acc[r]);
+        }
         epilogueAt(k, s, acc, pix, c0, mask);
       });
     });
@@ -2154,8 +2202,8 @@ static void emitDepthwiseF32Rows(KB &k, const DepthwiseSpec &s) {
 }
 
 void qatc::codegen::emitDepthwise(KB &k, Isa isa, const DepthwiseSpec &s) {
-  if (!s.int8)
-    return emitDepthwiseF32Rows(k, s);
+  if (!s.int8 || s.floatSums)
+    return emitDepthwiseF32Rows(k, isa, s);
   if (s.columns)
     return emitDepthwiseColumns(k, isa, s);
   // int8 with dilation: one pixel at a time, taps in groups of 4: the 16

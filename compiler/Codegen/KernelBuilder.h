@@ -491,6 +491,13 @@ struct DepthwiseSpec : ConvSpec {
   /// group][C16][4 rows], each input column's rows interleaved once for a
   /// band of `rows` output rows x 4 pixels (else [tap group][C16][4 taps]).
   bool columns = false;
+  /// int8 summed in f32 by the f32 kernel (avx2, generic: vpmaddwd's
+  /// interleaving and widening cost more than the products): the bytes
+  /// converted as loaded, weights packed as f32 [kh*kw][C16] of their
+  /// integers, the sums started at the zero-point terms and converted to
+  /// i32 for the int8 epilogue. Exact: every product and partial sum is an
+  /// integer under 2^24.
+  bool floatSums = false;
   /// Output rows per band (`columns`): 2 where the band's input rows,
   /// (rows - 1) * SH + KH of them, take no more groups of 4 than one output
   /// row's (3x3 and 5x5 at stride 1), so one interleaved column serves both

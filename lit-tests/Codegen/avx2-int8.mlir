@@ -1,0 +1,87 @@
+// Tests of int8 kernels without VNNI (avx2; generic where it differs).
+// Dense convolutions: emitDot4 widens the bytes to i16 and multiplies them
+// by vpmaddwd, whose pair sums go into 32 lanes per 16 outputs as they come
+// (dotAccInit spreads the zero-point terms over the even lanes); the halves
+// of each sum meet once, after the K loop (dotAccFinish). Strided or
+// dilated depthwise convolutions sum in f32 (DepthwiseSpec::floatSums):
+// the bytes converted as loaded, the sums started at the zero-point terms
+// and converted to i32 for the epilogue; the last block of channels loads
+// under a constant mask, the whole ones under none.
+//
+// RUN: qatc-opt %s --split-input-file --qat-lower --qat-layer-functions=target-cpu=avx2 | FileCheck %s
+// RUN: qatc-opt %s --split-input-file --qat-lower --qat-layer-functions=target-cpu=generic | FileCheck %s --check-prefix=GENERIC
+
+// A pointwise convolution to 32 channels: tiles of one pixel by 32.
+// CHECK-LABEL: func.func @qatc_layer_1(
+// CHECK-SAME: qatc.kernel = "int8-generic-conv 1x32"
+// CHECK: vector.shuffle %{{.*}}, %{{.*}} [0, 16, 1, 17, 2, 18, {{.*}}, 15, 31] : vector<16xi32>, vector<16xi32>
+// CHECK: scf.for {{.*}} -> (vector<32xi32>, vector<32xi32>)
+// CHECK-COUNT-4: llvm.call_intrinsic "llvm.x86.avx2.pmadd.wd"
+// CHECK-NOT: vector.shuffle
+// CHECK: arith.addi %{{.*}}, %{{.*}} : vector<32xi32>
+// CHECK: scf.yield {{.*}} : vector<32xi32>, vector<32xi32>
+// CHECK: vector.shuffle %{{.*}}, %{{.*}} [1, 3, 5, {{.*}}, 31] : vector<32xi32>, vector<32xi32>
+// CHECK: vector.shuffle %{{.*}}, %{{.*}} [0, 2, 4, {{.*}}, 30] : vector<32xi32>, vector<32xi32>
+// CHECK: arith.addi %{{.*}}, %{{.*}} : vector<16xi32>
+// GENERIC-LABEL: func.func @qatc_layer_1(
+// GENERIC-SAME: qatc.kernel = "int8-generic-conv 1x32"
+// GENERIC: scf.for {{.*}} -> (vector<32xi32>, vector<32xi32>)
+// GENERIC-COUNT-8: llvm.call_intrinsic "llvm.x86.sse2.pmadd.wd"
+func.func @main(%x: tensor<1x8x4x4xf32>) -> tensor<1x32x4x4xf32> {
+  %s = onnx.Constant dense<0.05> : tensor<f32>
+  %z = onnx.Constant dense<3> : tensor<ui8>
+  %so = onnx.Constant dense<0.1> : tensor<f32>
+  %ws = onnx.Constant dense<0.01> : tensor<32xf32>
+  %wz = onnx.Constant dense<0> : tensor<32xi8>
+  %wq = onnx.Constant dense<-127> : tensor<32x8x1x1xi8>
+  %b = onnx.Constant dense<0.5> : tensor<32xf32>
+  %q = onnx.QuantizeLinear(%x, %s, %z) : (tensor<1x8x4x4xf32>, tensor<f32>, tensor<ui8>) -> tensor<1x8x4x4xui8>
+  %dq = onnx.DequantizeLinear(%q, %s, %z) : (tensor<1x8x4x4xui8>, tensor<f32>, tensor<ui8>) -> tensor<1x8x4x4xf32>
+  %w = onnx.DequantizeLinear(%wq, %ws, %wz) {axis = 0 : i64} : (tensor<32x8x1x1xi8>, tensor<32xf32>, tensor<32xi8>) -> tensor<32x8x1x1xf32>
+  %c = onnx.Conv(%dq, %w, %b) {group = 1 : i64, kernel_shape = array<i64: 1, 1>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : (tensor<1x8x4x4xf32>, tensor<32x8x1x1xf32>, tensor<32xf32>) -> tensor<1x32x4x4xf32> loc("pointwise")
+  %r = onnx.Relu(%c) : (tensor<1x32x4x4xf32>) -> tensor<1x32x4x4xf32>
+  %q2 = onnx.QuantizeLinear(%r, %so, %z) : (tensor<1x32x4x4xf32>, tensor<f32>, tensor<ui8>) -> tensor<1x32x4x4xui8>
+  %dq2 = onnx.DequantizeLinear(%q2, %so, %z) : (tensor<1x32x4x4xui8>, tensor<f32>, tensor<ui8>) -> tensor<1x32x4x4xf32>
+  return %dq2 : tensor<1x32x4x4xf32>
+}
+
+// -----
+
+// 3x3 at stride 2 over 20 channels: a whole block of 16, then 4 under a
+// mask.
+// CHECK-LABEL: func.func @qatc_layer_1(
+// CHECK-SAME: qatc.kernel = "int8-f32sum-depthwise 4x16"
+// CHECK: scf.for %{{.*}} = %{{.*}} to %c16_i64{{.*}} step %c16_i64
+// CHECK: %[[C:.*]] = arith.sitofp %{{.*}} : vector<16xi32> to vector<16xf32>
+// CHECK: %[[X:.*]] = llvm.intr.masked.load %{{.*}}, %[[ALL:cst[_0-9]*]], {{.*}} -> vector<16xi8>
+// CHECK: %[[XI:.*]] = arith.extui %[[X]] : vector<16xi8> to vector<16xi32>
+// CHECK: %[[XF:.*]] = arith.uitofp %[[XI]] : vector<16xi32> to vector<16xf32>
+// CHECK: vector.fma %[[XF]], %{{.*}}, %[[C]] : vector<16xf32>
+// CHECK: arith.fptosi %{{.*}} : vector<16xf32> to vector<16xi32>
+// The last 4 channels:
+// CHECK: arith.cmpi slt, %{{.*}}, %{{.*}} : vector<16xi32>
+// CHECK: arith.fptosi %{{.*}} : vector<16xf32> to vector<16xi32>
+// generic multiplies and adds (no FMA instruction):
+// GENERIC-LABEL: func.func @qatc_layer_1(
+// GENERIC-SAME: qatc.kernel = "int8-f32sum-depthwise 4x16"
+// GENERIC-NOT: vector.fma
+// GENERIC: arith.mulf %{{.*}}, %{{.*}} : vector<16xf32>
+// GENERIC: arith.addf %{{.*}}, %{{.*}} : vector<16xf32>
+// GENERIC: func.func @qatc_layer_2(
+func.func @main(%x: tensor<1x20x8x8xf32>) -> tensor<1x20x4x4xf32> {
+  %s = onnx.Constant dense<0.05> : tensor<f32>
+  %z = onnx.Constant dense<3> : tensor<ui8>
+  %so = onnx.Constant dense<0.1> : tensor<f32>
+  %ws = onnx.Constant dense<0.01> : tensor<20xf32>
+  %wz = onnx.Constant dense<0> : tensor<20xi8>
+  %wq = onnx.Constant dense<-127> : tensor<20x1x3x3xi8>
+  %b = onnx.Constant dense<0.5> : tensor<20xf32>
+  %q = onnx.QuantizeLinear(%x, %s, %z) : (tensor<1x20x8x8xf32>, tensor<f32>, tensor<ui8>) -> tensor<1x20x8x8xui8>
+  %dq = onnx.DequantizeLinear(%q, %s, %z) : (tensor<1x20x8x8xui8>, tensor<f32>, tensor<ui8>) -> tensor<1x20x8x8xf32>
+  %w = onnx.DequantizeLinear(%wq, %ws, %wz) {axis = 0 : i64} : (tensor<20x1x3x3xi8>, tensor<20xf32>, tensor<20xi8>) -> tensor<20x1x3x3xf32>
+  %c = onnx.Conv(%dq, %w, %b) {group = 20 : i64, kernel_shape = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>} : (tensor<1x20x8x8xf32>, tensor<20x1x3x3xf32>, tensor<20xf32>) -> tensor<1x20x4x4xf32> loc("depthwise")
+  %r = onnx.Relu(%c) : (tensor<1x20x4x4xf32>) -> tensor<1x20x4x4xf32>
+  %q2 = onnx.QuantizeLinear(%r, %so, %z) : (tensor<1x20x4x4xf32>, tensor<f32>, tensor<ui8>) -> tensor<1x20x4x4xui8>
+  %dq2 = onnx.DequantizeLinear(%q2, %so, %z) : (tensor<1x20x4x4xui8>, tensor<f32>, tensor<ui8>) -> tensor<1x20x4x4xf32>
+  return %dq2 : tensor<1x20x4x4xf32>
+}
