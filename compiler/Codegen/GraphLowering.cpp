@@ -954,6 +954,7 @@ void GraphLowering::emitLayers() {
     KB k(fb, l.loc, entry->getArgument(0), entry->getArgument(1),
          entry->getArgument(2), entry->getArgument(3));
     k.avx512 = hasAvx512(target.isa);
+    k.hasFma = target.isa != Isa::Generic;
     k.reciprocalDivision = target.reciprocalDivision;
     l.emit(k);
     fb.create<func::ReturnOp>(l.loc);

@@ -543,7 +543,7 @@ Value KB::exp(Value x) { return expOf(x, /*negated=*/false); }
 
 Value KB::expOf(Value x, bool negated) {
   auto vt = dyn_cast<VectorType>(x.getType());
-  if (!avx512 || (vt && vt.getNumElements() % 16))
+  if (!hasFma || (vt && vt.getNumElements() % 16))
     return b.create<math::ExpOp>(
         loc, negated ? b.create<arith::NegFOp>(loc, x).getResult() : x);
   if (!vt) {
@@ -588,6 +588,31 @@ Value KB::expOf(Value x, bool negated) {
   Value y =
       fma(p, rr, negated ? b.create<arith::NegFOp>(loc, r).getResult() : r);
   y = b.create<arith::AddFOp>(loc, y, c(1.f));
+  if (!avx512) {
+    // y * 2^k2 without vscalefps: k2 (in [-150, 128]) in two halves, each a
+    // normal power of two. y * 2^h1 is exact (y in [0.7, 1.5]), and the
+    // second product rounds once, underflowing gradually or overflowing to
+    // inf, as one scaling would. k2 is read from the bits of k2 + 1.5 * 2^23
+    // (its low bits hold k2): no fptosi, whose NaN is poison.
+    auto vi = VectorType::get({n}, i32);
+    const float magic = 12582912.f;
+    Value ki = b.create<arith::SubIOp>(
+        loc,
+        b.create<arith::BitcastOp>(loc, vi,
+                                   b.create<arith::AddFOp>(loc, k2, c(magic))),
+        b.create<arith::BitcastOp>(loc, vi, c(magic)));
+    Value h1 = b.create<arith::ShRSIOp>(loc, ki, splatI(1, n, i32));
+    Value h2 = b.create<arith::SubIOp>(loc, ki, h1);
+    auto pow2 = [&](Value h) -> Value {
+      return b.create<arith::BitcastOp>(
+          loc, vt,
+          b.create<arith::ShLIOp>(
+              loc, b.create<arith::AddIOp>(loc, h, splatI(127, n, i32)),
+              splatI(23, n, i32)));
+    };
+    return b.create<arith::MulFOp>(
+        loc, b.create<arith::MulFOp>(loc, y, pow2(h1)), pow2(h2));
+  }
   // y * 2^k2: vscalefps scales exactly, underflows gradually and overflows
   // to inf.
   auto mask = b.create<arith::ConstantIntOp>(loc, -1, 16);

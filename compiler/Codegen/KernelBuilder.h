@@ -46,6 +46,8 @@ public:
   mlir::Type i8, i32, i64, f32, ptr;
   /// The target has AVX-512 (16-lane conversions may call its intrinsics).
   bool avx512 = false;
+  /// The target has FMA instructions (every one but generic).
+  bool hasFma = false;
   /// Quantization divides by multiplying with the scale's reciprocal and
   /// an exact FMA correction (same bits): where vdivps is slow (Intel
   /// cores), not where the FMA pipes are the limit (Zen 4 measured slower).
