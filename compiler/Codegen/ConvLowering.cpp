@@ -72,29 +72,30 @@ void GraphLowering::chooseTile(DenseConvSpec &s) const {
   // Xeon 6/207, 2 MB L2). int8 blocks are a quarter of the size and stay.
   if (s.NV == 4 && s.KH * s.KW * s.kSteps() * 64 * 4 > (768 << 10))
     s.NV = 2;
-  s.MR = tileRows(s.int8, s.NV);
-  // Without VNNI a 1x32 int8 tile gives a chain with exp in it (SiLU) two
-  // vectors to overlap; where the K loop is short (32 channels or fewer,
-  // pointwise) its spills cost less than that: EfficientNet-B0 0.983 of
-  // its time (paired, 6 of 6 blocks, AMD family 25 model 1); longer loops
-  // gained nothing.
-  if (s.int8 && dotSumsPairs(target.isa) && s.MR == 1 &&
-      s.ep.chainApproximate && s.kSteps() * s.KH * s.KW <= 8)
-    s.MR = 2;
+  // Without VNNI, weights packed at compile time go in emitDot4Split's
+  // order (packDense); a product's right-hand side packed at run time keeps
+  // emitDot4's.
+  s.splitPairs = s.int8 && dotSumsPairs(target.isa) && !s.packedInArena;
+  s.MR = tileRows(s, s.NV);
 }
 
-int64_t GraphLowering::tileRows(bool int8, int64_t nv) const {
+int64_t GraphLowering::tileRows(const DenseConvSpec &s, int64_t nv) const {
   if (hasAvx512(target.isa))
     return nv >= 4 ? 6 : nv == 3 ? 8 : nv == 2 ? 12 : 16;
-  // avx2 int8: 8 ymm of sums, each k step's weights widened (vpmovsxbw)
-  // once per pixel, which costs no vpmaddwd slot. 2x32 tiles (16 ymm of
-  // sums) spilled; conv3x3 64->64 at 56x56, fastest of 12 runs, AMD
-  // family 25 model 1: 2.8 ms at 2x32, 2.3-2.4 ms at 1x32 or 2x16, about
-  // 50 G MAC/s, the host's vpmaddwd rate (one per cycle).
-  // generic (xmm) would want 1x16, but packs its weights as avx2 does, so
-  // that a multi-path plan stores them once.
-  if (int8 && dotSumsPairs(target.isa))
+  // avx2 int8 in emitDot4Split's form: 16 sums take two ymm, so 3x32 and
+  // 6x16 tiles hold 12 ymm of sums, each k step's weights widened
+  // (vpmovsxbw) once per tile. conv3x3 64->64 at 56x56, fastest of 12
+  // runs, AMD family 25 model 1: 1.9-2.0 ms against 2.2-2.3 at 1x32;
+  // 4x32 (16 ymm of sums) about the same, with spills.
+  // emitDot4's pair sums took 8 ymm for 32 sums: 1x32 or 2x16 there
+  // (2x32 spilled: 2.8 ms).
+  // generic (xmm, 16 registers) takes avx2's blocks (NV), so that a
+  // multi-path plan stores their weights once, with fewer rows.
+  if (s.int8 && dotSumsPairs(target.isa)) {
+    if (target.isa == Isa::AVX2 && s.splitPairs)
+      return nv >= 2 ? 3 : 6;
     return nv >= 2 ? 1 : 2;
+  }
   return nv >= 2 ? 2 : 4;
 }
 
@@ -112,14 +113,20 @@ DenseConvSpec GraphLowering::packDense(
       s.corrOff = interleavedCopy(s.corrOff, s.OC, s.OC);
   }
   // Packed [blk][kh][kw][k][NB]: k steps of 4 input channels (one int8
-  // dword per lane) or of one float.
+  // dword per lane) or of one float. Without VNNI each step's 16-channel
+  // groups are in emitDot4Split's order: its sums need no shuffles after
+  // the K loop, which short loops felt (conv1x1 16->96 at 112x112, 1x32
+  // tiles, fastest of 12 runs, AMD family 25 model 1: 0.98 -> 0.87 ms),
+  // and take half the registers (3x32 tiles: 0.62 ms).
   const int64_t KS = s.kSteps(), step = s.int8 ? 4 : 1;
   auto index = [&](int64_t oc, int64_t kh, int64_t kw, int64_t ic) {
     int64_t slot = s.interleaved ? interleave64Index(oc) : oc;
-    return ((((oc / NB * s.KH + kh) * s.KW + kw) * KS + ic / step) * NB +
-            slot % NB) *
-               step +
-           ic % step;
+    int64_t stepBase =
+        (((oc / NB * s.KH + kh) * s.KW + kw) * KS + ic / step) * NB * step;
+    if (s.splitPairs)
+      return stepBase + slot % NB / 16 * 64 +
+             splitPairIndex(slot % 16, ic % step);
+    return stepBase + slot % NB * step + ic % step;
   };
   std::vector<int8_t> packed8;
   std::vector<float> packedF;
@@ -1044,7 +1051,7 @@ LogicalResult GraphLowering::packedProduct(Operation *op, int ta, int tb,
   if (softmax) {
     // One block of columns: a tile holds whole rows.
     base.NV = (N + 15) / 16;
-    base.MR = tileRows(base.int8, base.NV);
+    base.MR = tileRows(base, base.NV);
   }
   // Packed [batch][block][k step][NB][4 bytes]: a dword of 4 int8 k, or one
   // float.

@@ -805,9 +805,9 @@ private:
                 int64_t inChannel = 0, int64_t outChannel = 0) const;
   /// Picks the register tile (MR x NV*16) of `s` for the target.
   void chooseTile(DenseConvSpec &s) const;
-  /// Pixels per dense tile of `nv` vectors of 16 channels (of int8 sums
-  /// where `int8`) on the target.
-  int64_t tileRows(bool int8, int64_t nv) const;
+  /// Pixels per dense tile of `nv` vectors of 16 channels of `s`'s sums
+  /// (int8 or not, in emitDot4Split's form or not) on the target.
+  int64_t tileRows(const DenseConvSpec &s, int64_t nv) const;
   /// The row epilogue (DenseConvSpec::rowEpilogue) of a product whose rows
   /// are `sm`'s softmax's: the product's own factors and bias, the softmax,
   /// its chain, stored to `o`.

@@ -863,6 +863,53 @@ Value qatc::codegen::dotAccFinish(KB &k, Isa isa, Value acc) {
       k.b.create<vector::ShuffleOp>(k.loc, acc, acc, odd));
 }
 
+std::pair<Value, Value> qatc::codegen::splitPairs(KB &k, Isa isa, Value a) {
+  OpBuilder &b = k.b;
+  // One ymm (AVX2) or xmm (SSE2) of i16 lanes: the dword's bytes k0 | k1 <<
+  // 8 and k2 | k3 << 8 as words; masking keeps (k0, k2), a logical shift of
+  // each word by 8 gives (k1, k3). Neither needs the shuffle port that a
+  // widening vpmovzxbw takes.
+  const int64_t words = isa == Isa::AVX2 ? 16 : 8;
+  auto vw = VectorType::get({words}, b.getI16Type());
+  Value x = b.create<vector::BitCastOp>(k.loc, vw, k.splat(a, words / 2));
+  auto splat16 = [&](int64_t v) -> Value {
+    return b.create<arith::ConstantOp>(
+        k.loc, DenseElementsAttr::get(vw, b.getI16IntegerAttr(v).getValue()));
+  };
+  return {b.create<arith::AndIOp>(k.loc, x, splat16(0xff)),
+          b.create<arith::ShRUIOp>(k.loc, x, splat16(8))};
+}
+
+Value qatc::codegen::emitDot4Split(KB &k, Isa isa, Value acc,
+                                   std::pair<Value, Value> pairs, Value w) {
+  assert(dotSumsPairs(isa) && "emitDot4Split is for pmaddwd ISAs");
+  OpBuilder &b = k.b;
+  auto i16 = b.getI16Type();
+  const int64_t words = isa == Isa::AVX2 ? 16 : 8;
+  const char *pmadd =
+      isa == Isa::AVX2 ? "llvm.x86.avx2.pmadd.wd" : "llvm.x86.sse2.pmadd.wd";
+  Value w8 = b.create<vector::BitCastOp>(k.loc, VectorType::get({64}, k.i8), w);
+  // Half h: 16 outputs' (k_h, k_h+2) pairs; words / 2 outputs per pmaddwd.
+  SmallVector<Value> halves;
+  for (int64_t h = 0; h < 2; ++h) {
+    SmallVector<Value> parts;
+    for (int64_t off = 32 * h; off < 32 * (h + 1); off += words) {
+      Value part = b.create<vector::ExtractStridedSliceOp>(
+          k.loc, w8, ArrayRef<int64_t>{off}, ArrayRef<int64_t>{words},
+          ArrayRef<int64_t>{1});
+      Value w16 =
+          b.create<arith::ExtSIOp>(k.loc, VectorType::get({words}, i16), part);
+      parts.push_back(b.create<LLVM::CallIntrinsicOp>(
+                           k.loc, VectorType::get({words / 2}, k.i32), pmadd,
+                           ValueRange{h == 0 ? pairs.first : pairs.second, w16})
+                          .getResult(0));
+    }
+    halves.push_back(k.concat(parts));
+  }
+  return b.create<arith::AddIOp>(
+      k.loc, acc, b.create<arith::AddIOp>(k.loc, halves[0], halves[1]));
+}
+
 /// Stores the i32 vector `qi` (16 lanes per part) as bytes, 16 to each of
 /// `outs` under `mask`: four parts at a time narrowed by two vpackssdw, a
 /// vpackuswb (vpacksswb when `isSigned`) and a vpermd that gathers each
@@ -1403,7 +1450,10 @@ void qatc::codegen::emitDenseConv(KB &k, Isa isa, const DenseConvSpec &s) {
       SmallVector<Value> init;
       for (int64_t m = 0; m < mr; ++m)
         for (int64_t v = 0; v < s.NV; ++v) {
-          if (s.int8)
+          if (s.int8 && s.splitPairs)
+            init.push_back(
+                k.load(accType, packedAt(s.corrOff + v * 64, c0, 4)));
+          else if (s.int8)
             init.push_back(dotAccInit(
                 k, isa, k.load(accType, packedAt(s.corrOff + v * 64, c0, 4))));
           else
@@ -1425,9 +1475,14 @@ void qatc::codegen::emitDenseConv(KB &k, Isa isa, const DenseConvSpec &s) {
                                          b.getI32IntegerAttr(1));
               Value kOff = k.mul(ks, k.c(4));
               SmallVector<Value> av, wv;
-              for (int64_t m = 0; m < mr; ++m)
-                av.push_back(k.splat(
-                    k.load(s.int8 ? k.i32 : k.f32, k.gep(px[m], kOff)), 16));
+              SmallVector<std::pair<Value, Value>> pairs;
+              for (int64_t m = 0; m < mr; ++m) {
+                Value a = k.load(s.int8 ? k.i32 : k.f32, k.gep(px[m], kOff));
+                if (s.splitPairs)
+                  pairs.push_back(splitPairs(k, isa, a));
+                else
+                  av.push_back(k.splat(a, 16));
+              }
               Value wK = k.gep(w, k.mul(ks, k.c(NB * 4)));
               for (int64_t v = 0; v < s.NV; ++v)
                 wv.push_back(k.load(accType, k.gep(wK, v * 64)));
@@ -1435,9 +1490,12 @@ void qatc::codegen::emitDenseConv(KB &k, Isa isa, const DenseConvSpec &s) {
               for (int64_t m = 0; m < mr; ++m)
                 for (int64_t v = 0; v < s.NV; ++v) {
                   Value acc = a2[m * s.NV + v];
-                  next.push_back(s.int8 ? emitDot4(k, isa, acc, av[m], wv[v])
-                                        : b.create<vector::FMAOp>(k.loc, av[m],
-                                                                  wv[v], acc));
+                  if (s.splitPairs)
+                    next.push_back(emitDot4Split(k, isa, acc, pairs[m], wv[v]));
+                  else
+                    next.push_back(s.int8 ? emitDot4(k, isa, acc, av[m], wv[v])
+                                          : b.create<vector::FMAOp>(
+                                                k.loc, av[m], wv[v], acc));
                 }
               return next;
             });
@@ -1575,7 +1633,7 @@ void qatc::codegen::emitDenseConv(KB &k, Isa isa, const DenseConvSpec &s) {
               },
               anyRow);
         });
-      if (s.int8)
+      if (s.int8 && !s.splitPairs)
         for (Value &acc : accs)
           acc = dotAccFinish(k, isa, acc);
       if (s.rowEpilogue) {

@@ -273,6 +273,24 @@ mlir::Value dotAccInit(KB &k, Isa isa, mlir::Value acc16);
 /// The 16 sums of an accumulator in emitDot4's form.
 mlir::Value dotAccFinish(KB &k, Isa isa, mlir::Value acc);
 
+/// Where byte `kk` (0-3) of output `o` (0-15) of a K step's 16 outputs
+/// stands in the 64 bytes emitDot4Split reads: two halves of 16 byte pairs,
+/// (k0, k2) then (k1, k3), each output's pair adjacent.
+inline int64_t splitPairIndex(int64_t o, int64_t kk) {
+  return kk % 2 * 32 + o * 2 + kk / 2;
+}
+/// The broadcast operands of emitDot4Split for the dword `a` (i32 holding 4
+/// u8 k0..k3): i16 lanes (k0, k2) and (k1, k3), repeated.
+std::pair<mlir::Value, mlir::Value> splitPairs(KB &k, Isa isa, mlir::Value a);
+/// acc (16 sums, vector<16xi32>) + dot4 of one broadcast dword with 16
+/// outputs' weights `w` (64 bytes in splitPairIndex's order), for ISAs
+/// that sum in pairs (dotSumsPairs): each vpmaddwd's pair sums are whole
+/// outputs' (k0 w0 + k2 w2), so the sums need no dotAccInit / dotAccFinish
+/// shuffles, and 16 sums take two ymm, not four.
+mlir::Value emitDot4Split(KB &k, Isa isa, mlir::Value acc,
+                          std::pair<mlir::Value, mlir::Value> pairs,
+                          mlir::Value w);
+
 /// The requantizing / float epilogue of conv, matmul and add.
 struct Epilogue {
   bool quantOut = false; ///< else f32 out
@@ -413,6 +431,10 @@ struct ConvSpec {
   /// weightOff and corrOff are arena offsets (weights packed at run time,
   /// the right-hand side of an activation product), not weights-blob ones.
   bool packedInArena = false;
+  /// int8 weights in splitPairIndex's order within each K step's 16
+  /// outputs, for emitDot4Split (avx2, generic; weights packed at compile
+  /// time).
+  bool splitPairs = false;
   int64_t padRowOff = 0; ///< a row holding the padding value
   Epilogue ep;
 };

@@ -1,31 +1,38 @@
 // Tests of int8 kernels without VNNI (avx2; generic where it differs).
-// Dense convolutions: emitDot4 widens the bytes to i16 and multiplies them
-// by vpmaddwd, whose pair sums go into 32 lanes per 16 outputs as they come
-// (dotAccInit spreads the zero-point terms over the even lanes); the halves
-// of each sum meet once, after the K loop (dotAccFinish). Strided or
-// dilated depthwise convolutions sum in f32 (DepthwiseSpec::floatSums):
-// the bytes converted as loaded, the sums started at the zero-point terms
-// and converted to i32 for the epilogue; the last block of channels loads
-// under a constant mask, the whole ones under none.
+// Dense convolutions (emitDot4Split): each K step's dword of 4 input bytes
+// is broadcast and split into i16 pairs (k0, k2) by a mask and (k1, k3) by
+// a shift; the weights, packed in that order, are widened to i16 and
+// multiplied by vpmaddwd, whose pair sums are then whole outputs' sums: 16
+// i32 lanes per 16 outputs, with no shuffle before or after the K loop.
+// Strided or dilated depthwise convolutions sum in f32
+// (DepthwiseSpec::floatSums): the bytes converted as loaded, the sums
+// started at the zero-point terms and converted to i32 for the epilogue;
+// the last block of channels loads under a constant mask, the whole ones
+// under none.
 //
 // RUN: qatc-opt %s --split-input-file --qat-lower --qat-layer-functions=target-cpu=avx2 | FileCheck %s
 // RUN: qatc-opt %s --split-input-file --qat-lower --qat-layer-functions=target-cpu=generic | FileCheck %s --check-prefix=GENERIC
 
-// A pointwise convolution to 32 channels: tiles of one pixel by 32.
+// A pointwise convolution to 32 channels: tiles of 3 pixels by 32 on avx2
+// (12 ymm of sums), of 1 by 32 on generic (8 xmm).
 // CHECK-LABEL: func.func @qatc_layer_1(
-// CHECK-SAME: qatc.kernel = "int8-generic-conv 1x32"
-// CHECK: vector.shuffle %{{.*}}, %{{.*}} [0, 16, 1, 17, 2, 18, {{.*}}, 15, 31] : vector<16xi32>, vector<16xi32>
-// CHECK: scf.for {{.*}} -> (vector<32xi32>, vector<32xi32>)
-// CHECK-COUNT-4: llvm.call_intrinsic "llvm.x86.avx2.pmadd.wd"
+// CHECK-SAME: qatc.kernel = "int8-generic-conv 3x32"
 // CHECK-NOT: vector.shuffle
-// CHECK: arith.addi %{{.*}}, %{{.*}} : vector<32xi32>
-// CHECK: scf.yield {{.*}} : vector<32xi32>, vector<32xi32>
-// CHECK: vector.shuffle %{{.*}}, %{{.*}} [1, 3, 5, {{.*}}, 31] : vector<32xi32>, vector<32xi32>
-// CHECK: vector.shuffle %{{.*}}, %{{.*}} [0, 2, 4, {{.*}}, 30] : vector<32xi32>, vector<32xi32>
+// CHECK: scf.for {{.*}} -> (vector<16xi32>, vector<16xi32>, vector<16xi32>, vector<16xi32>, vector<16xi32>, vector<16xi32>)
+// CHECK: %[[X:.*]] = vector.bitcast %{{.*}} : vector<8xi32> to vector<16xi16>
+// CHECK: %[[P02:.*]] = arith.andi %[[X]], %{{.*}} : vector<16xi16>
+// CHECK: %[[P13:.*]] = arith.shrui %[[X]], %{{.*}} : vector<16xi16>
+// CHECK: arith.extsi %{{.*}} : vector<16xi8> to vector<16xi16>
+// CHECK: llvm.call_intrinsic "llvm.x86.avx2.pmadd.wd"(%[[P02]], %{{.*}})
+// CHECK: llvm.call_intrinsic "llvm.x86.avx2.pmadd.wd"(%[[P02]], %{{.*}})
+// CHECK: llvm.call_intrinsic "llvm.x86.avx2.pmadd.wd"(%[[P13]], %{{.*}})
+// CHECK: llvm.call_intrinsic "llvm.x86.avx2.pmadd.wd"(%[[P13]], %{{.*}})
 // CHECK: arith.addi %{{.*}}, %{{.*}} : vector<16xi32>
+// CHECK-NOT: vector.shuffle
+// CHECK: scf.yield {{.*}} : vector<16xi32>, vector<16xi32>, vector<16xi32>, vector<16xi32>, vector<16xi32>, vector<16xi32>
 // GENERIC-LABEL: func.func @qatc_layer_1(
 // GENERIC-SAME: qatc.kernel = "int8-generic-conv 1x32"
-// GENERIC: scf.for {{.*}} -> (vector<32xi32>, vector<32xi32>)
+// GENERIC: scf.for {{.*}} -> (vector<16xi32>, vector<16xi32>)
 // GENERIC-COUNT-8: llvm.call_intrinsic "llvm.x86.sse2.pmadd.wd"
 func.func @main(%x: tensor<1x8x4x4xf32>) -> tensor<1x32x4x4xf32> {
   %s = onnx.Constant dense<0.05> : tensor<f32>

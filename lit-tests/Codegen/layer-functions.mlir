@@ -22,7 +22,7 @@
 // AVX2: func.func @qatc_layer_1(
 // AVX2-NOT: vpdpbusd
 // AVX2-NOT: pmaddubs
-// AVX2: arith.extsi {{.*}} : vector<64xi8> to vector<64xi16>
+// AVX2: arith.extsi {{.*}} : vector<16xi8> to vector<16xi16>
 // AVX2: llvm.call_intrinsic "llvm.x86.avx2.pmadd.wd"
 
 // BAD: error: unknown --target-cpu 'pentium'
