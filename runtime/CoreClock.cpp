@@ -114,23 +114,31 @@ __attribute__((target("avx2,avxvnni"))) void vnni256(int64_t n) {
 }
 
 /// AVX2 without VNNI: vpmaddubsw, 32 u8 x s8 products (pairs summed) per
-/// instruction.
+/// instruction, 12 chains each feeding its products back in as the next
+/// u8 operand. In assembly: from intrinsics (a vpaddw per vpmaddubsw, or
+/// chained ones) the compiler stored chains to the stack in the loop, and
+/// the loop measured 1.33 instructions per cycle where the unit issues 2
+/// (AMD family 25 model 1: 249 of 374 GOPS).
 __attribute__((target("avx2"))) void maddubs256(int64_t n) {
-  __m256i a = _mm256_set1_epi8(1), b = _mm256_set1_epi8(1);
-#define DECL(i) __m256i c##i = _mm256_set1_epi16(i);
-#define STEP(i) c##i = _mm256_add_epi16(c##i, _mm256_maddubs_epi16(a, b));
-#define SUM(i) s = _mm256_add_epi16(s, c##i);
-  QATC_CHAINS_YMM(DECL)
-  for (int64_t i = 0; i < n; ++i) {
-    QATC_CHAINS_YMM(STEP)
-    __asm__ volatile("" : "+x"(a));
-  }
-  __m256i s = _mm256_setzero_si256();
-  QATC_CHAINS_YMM(SUM)
-  sink = _mm256_extract_epi16(s, 0);
-#undef DECL
-#undef STEP
-#undef SUM
+  if (n <= 0)
+    return;
+// clang-format off
+#define QATC_MADDUBS(i) "vpmaddubsw %%ymm15, %%ymm" #i ", %%ymm" #i "\n\t"
+#define QATC_ZERO(i) "vpxor %%xmm" #i ", %%xmm" #i ", %%xmm" #i "\n\t"
+  __asm__ volatile("vpcmpeqb %%ymm15, %%ymm15, %%ymm15\n\t"
+                   QATC_CHAINS_YMM(QATC_ZERO)
+                   "1:\n\t"
+                   QATC_CHAINS_YMM(QATC_MADDUBS)
+                   "dec %0\n\t"
+                   "jnz 1b\n\t"
+                   "vzeroupper"
+                   : "+r"(n)
+                   :
+                   : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6",
+                     "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm15", "cc");
+  // clang-format on
+#undef QATC_MADDUBS
+#undef QATC_ZERO
 }
 
 __attribute__((target("avx512f"))) void fma512(int64_t n) {
