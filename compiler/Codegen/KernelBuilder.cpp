@@ -519,8 +519,8 @@ Value KB::roundToI32(Value q) {
 }
 
 Value KB::quantize(Value y, float scale, int64_t zp, float lo, float hi,
-                   bool finite, float yLo, float yHi) {
-  Value qi = quantizeWide(y, scale, zp, lo, hi, finite, yLo, yHi);
+                   bool finite, float yLo, float yHi, bool approximate) {
+  Value qi = quantizeWide(y, scale, zp, lo, hi, finite, yLo, yHi, approximate);
   auto vt = dyn_cast<VectorType>(qi.getType());
   if (!vt || vt.getNumElements() == 16)
     return b.create<arith::TruncIOp>(loc, like(qi.getType(), i8), qi);
@@ -1110,8 +1110,10 @@ Value qatc::codegen::emitEpilogue(KB &k, const Epilogue &ep,
   // Before and after a chain that rounds more than once, the reference's
   // own roundings (a product, then a sum; a quotient) are no more exact
   // than the chain: one FMA and a multiplication by the reciprocal, three
-  // fewer instructions per 16 outputs of a SiLU epilogue.
-  const bool approximate = ep.chain && ep.chainApproximate && k.avx512;
+  // fewer instructions per 16 outputs of a SiLU epilogue. Without AVX-512
+  // (avx2) the quotient's vdivps also lay on the epilogue's latency chain.
+  const bool approximate =
+      ep.chain && ep.chainApproximate && (k.avx512 || k.hasFma);
   if (!u) {
     SmallVector<int64_t, 2> factors;
     for (int64_t off : {ep.multOff, ep.scaleOff})
@@ -1236,7 +1238,7 @@ Value qatc::codegen::emitEpilogue(KB &k, const Epilogue &ep,
                   /*offset128=*/false, interleaved64);
       return Value();
     }
-    y = k.quantize(y, ep.outScale, ep.outZp, lo, hi, finite, a, z);
+    y = k.quantize(y, ep.outScale, ep.outZp, lo, hi, finite, a, z, approximate);
   }
   for (int64_t i = 0; i < parts; ++i)
     k.maskedStore(k.slice(y, i), outs[i], mask);

@@ -183,9 +183,10 @@ public:
   /// before rounding, and y first clamped to [yLo, yHi] when yLo <= yHi (a
   /// fused activation).
   /// `finite`: y is known finite (no NaN handling in the clamps).
+  /// `approximate`: y carries an ulp or so of error already (quantizeWide).
   mlir::Value quantize(mlir::Value y, float scale, int64_t zp, float lo,
                        float hi, bool finite = false, float yLo = 1.f,
-                       float yHi = 0.f);
+                       float yHi = 0.f, bool approximate = false);
   /// The same for a `y` that carries an error of an ulp or so already (a
   /// softmax's probabilities): the quotient by a multiplication by RN(1 /
   /// scale), as quantizeWide's `approximate`.
