@@ -72,10 +72,9 @@ void GraphLowering::chooseTile(DenseConvSpec &s) const {
   // Xeon 6/207, 2 MB L2). int8 blocks are a quarter of the size and stay.
   if (s.NV == 4 && s.KH * s.KW * s.kSteps() * 64 * 4 > (768 << 10))
     s.NV = 2;
-  // Without VNNI, weights packed at compile time go in emitDot4Split's
-  // order (packDense); a product's right-hand side packed at run time keeps
-  // emitDot4's.
-  s.splitPairs = s.int8 && dotSumsPairs(target.isa) && !s.packedInArena;
+  // Without VNNI the weights go in emitDot4Split's order (packDense, and a
+  // product's right-hand side packed at run time: Int8RhsPack).
+  s.splitPairs = s.int8 && dotSumsPairs(target.isa);
   s.MR = tileRows(s, s.NV);
 }
 
@@ -88,12 +87,13 @@ int64_t GraphLowering::tileRows(const DenseConvSpec &s, int64_t nv) const {
   // runs, AMD family 25 model 1: 1.9-2.0 ms against 2.2-2.3 at 1x32;
   // 4x32 (16 ymm of sums) about the same, with spills.
   // emitDot4's pair sums took 8 ymm for 32 sums: 1x32 or 2x16 there
-  // (2x32 spilled: 2.8 ms).
+  // (2x32 spilled: 2.8 ms). A softmax product's single block of up to
+  // 1024 columns keeps one row.
   // generic (xmm, 16 registers) takes avx2's blocks (NV), so that a
   // multi-path plan stores their weights once, with fewer rows.
   if (s.int8 && dotSumsPairs(target.isa)) {
     if (target.isa == Isa::AVX2 && s.splitPairs)
-      return nv >= 2 ? 3 : 6;
+      return std::max<int64_t>(1, 6 / nv);
     return nv >= 2 ? 1 : 2;
   }
   return nv >= 2 ? 2 : 4;
@@ -799,13 +799,15 @@ bool GraphLowering::packable(int ta, int tb, ArrayRef<int64_t> outShape) const {
 
 namespace {
 /// An int8 right-hand side w[k][n] of a batched product packed as the dense
-/// kernel's weights, [batch][n / NB][k / 4][n % NB][4 bytes] of stored - zp,
-/// with each column's zero-point term -za * sum_k w[k][n].
+/// kernel's weights, [batch][n / NB][k / 4][n % NB][4 bytes] of stored - zp
+/// (`split`: each k step's 16 columns in splitPairIndex's order), with each
+/// column's zero-point term -za * sum_k w[k][n].
 struct Int8RhsPack {
   int64_t batches, cols, K, N, NB, KS, batchBytes;
   int64_t dstOff, corrOff, srcBase; ///< bytes
   int64_t sbk, sbn;                 ///< source strides of k and n
   int64_t zp, za;
+  bool split;
 };
 } // namespace
 
@@ -820,11 +822,16 @@ static Value loadWeights16(KB &k, const Int8RhsPack &p, Value at, Value mask) {
 }
 
 /// The byte offset of column `n`'s first dword of batch `bat` in the
-/// packed layout.
+/// packed layout (split: of its (k0, k2) pair; its (k1, k3) pair is 32
+/// bytes on).
 static Value packedColumn(KB &k, const Int8RhsPack &p, Value bat, Value n) {
+  Value inBlock = k.rem(n, k.c(p.NB));
+  Value slot = p.split ? k.add(k.mul(k.div(inBlock, k.c(16)), k.c(64)),
+                               k.mul(k.rem(inBlock, k.c(16)), k.c(2)))
+                       : k.mul(inBlock, k.c(4));
   return k.add(k.add(k.mul(bat, k.c(p.batchBytes)),
                      k.mul(k.div(n, k.c(p.NB)), k.c(p.KS * p.NB * 4))),
-               k.mul(k.rem(n, k.c(p.NB)), k.c(4)));
+               slot);
 }
 
 static Value widen(KB &k, Value w) {
@@ -853,10 +860,33 @@ static void packColumnsOfRows(KB &k, const Int8RhsPack &p,
       Value w = loadWeights16(
           k, p, k.at(p.srcBase, k.add(col, k.mul(g, k.c(16))), 1), mask);
       Value words = b.create<vector::BitCastOp>(k.loc, v4i32, w);
+      // split: the (k0, k2) and (k1, k3) bytes of each dword, as i16 pairs.
+      Value even, odd;
+      if (p.split) {
+        auto v4i16 = VectorType::get({4}, b.getI16Type());
+        SmallVector<int64_t> e, o;
+        for (int64_t j = 0; j < 4; ++j) {
+          e.append({4 * j, 4 * j + 2});
+          o.append({4 * j + 1, 4 * j + 3});
+        }
+        even = b.create<vector::BitCastOp>(
+            k.loc, v4i16, b.create<vector::ShuffleOp>(k.loc, w, w, e));
+        odd = b.create<vector::BitCastOp>(
+            k.loc, v4i16, b.create<vector::ShuffleOp>(k.loc, w, w, o));
+      }
       for (int64_t j = 0; j < (count + 3) / 4; ++j) {
         Value kd = k.add(k.mul(g, k.c(4)), k.c(j));
+        Value at = k.at(p.dstOff, k.add(dst, k.mul(kd, k.c(p.NB * 4))), 1);
+        if (p.split) {
+          k.store(
+              b.create<vector::ExtractOp>(k.loc, even, ArrayRef<int64_t>{j}),
+              at);
+          k.store(b.create<vector::ExtractOp>(k.loc, odd, ArrayRef<int64_t>{j}),
+                  k.gep(at, 32));
+          continue;
+        }
         k.store(b.create<vector::ExtractOp>(k.loc, words, ArrayRef<int64_t>{j}),
-                k.at(p.dstOff, k.add(dst, k.mul(kd, k.c(p.NB * 4))), 1));
+                at);
       }
       return b.create<arith::AddIOp>(k.loc, sum, widen(k, w));
     };
@@ -883,13 +913,15 @@ static void packRowsOf16Columns(KB &k, const Int8RhsPack &p,
                                 function_ref<Value(Value)> batchOffset) {
   OpBuilder &b = k.b;
   const int64_t groups = p.cols / 16;
-  // Byte 4 c + r of the result is row r's byte c.
-  SmallVector<int64_t> pairs, quads;
+  // Byte 4 c + r of the result is row r's byte c (split: byte
+  // splitPairIndex(c, r)).
+  SmallVector<int64_t> pairs, quads(64);
   for (int64_t i = 0; i < 32; ++i)
     pairs.push_back(i);
   for (int64_t c = 0; c < 16; ++c)
     for (int64_t r = 0; r < 4; ++r)
-      quads.push_back((r / 2) * 32 + (r % 2) * 16 + c);
+      quads[p.split ? splitPairIndex(c, r) : 4 * c + r] =
+          (r / 2) * 32 + (r % 2) * 16 + c;
   auto [b0, e0] = k.share(p.batches * groups);
   k.loop(b0, e0, 1, [&](Value idx) {
     Value bat = k.div(idx, k.c(groups));
@@ -1100,8 +1132,8 @@ LogicalResult GraphLowering::packedProduct(Operation *op, int ta, int tb,
         if (int8 && (sbk == 1 || sbn == 1)) {
           const int64_t dst = P.desc.offset;
           Int8RhsPack pk{
-              batches, cols,           K,       N,   NB,  KS,    batchBytes,
-              dst,     dst + corrBase, srcBase, sbk, sbn, Bt.zp, za};
+              batches,        cols,    K,   N,   NB,    KS, batchBytes,     dst,
+              dst + corrBase, srcBase, sbk, sbn, Bt.zp, za, base.splitPairs};
           if (sbk == 1)
             packColumnsOfRows(k, pk, batchOffset);
           else
@@ -1115,9 +1147,14 @@ LogicalResult GraphLowering::packedProduct(Operation *op, int ta, int tb,
           Value nOk = k.lt(n, k.c(N));
           Value colBase =
               k.add(bOff, k.mul(k.select(nOk, n, k.c(0)), k.c(sbn)));
+          Value inBlock = k.rem(n, k.c(NB));
+          Value slot = base.splitPairs
+                           ? k.add(k.mul(k.div(inBlock, k.c(16)), k.c(64)),
+                                   k.mul(k.rem(inBlock, k.c(16)), k.c(2)))
+                           : k.mul(inBlock, k.c(4));
           Value dst = k.add(k.add(k.mul(bat, k.c(batchBytes)),
                                   k.mul(k.div(n, k.c(NB)), k.c(KS * NB * 4))),
-                            k.mul(k.rem(n, k.c(NB)), k.c(4)));
+                            slot);
           Value zero32 = b.create<arith::ConstantIntOp>(k.loc, 0, 32);
           Value sum = k.loop(
               k.c(0), k.c(KS * step), 1, ValueRange{zero32},
@@ -1137,7 +1174,11 @@ LogicalResult GraphLowering::packedProduct(Operation *op, int ta, int tb,
                 Value w = b.create<arith::SubIOp>(
                     k.loc, q, b.create<arith::ConstantIntOp>(k.loc, Bt.zp, 32));
                 w = k.select(ok, w, zero32);
-                d = k.add(d, k.rem(kk, k.c(4)));
+                Value kk4 = k.rem(kk, k.c(4));
+                d = base.splitPairs
+                        ? k.add(d, k.add(k.mul(k.rem(kk4, k.c(2)), k.c(32)),
+                                         k.div(kk4, k.c(2))))
+                        : k.add(d, kk4);
                 k.store(b.create<arith::TruncIOp>(k.loc, k.i8, w),
                         k.at(P.desc.offset, d, 1));
                 return {b.create<arith::AddIOp>(k.loc, acc[0], w)};
