@@ -910,6 +910,35 @@ Value qatc::codegen::emitDot4Split(KB &k, Isa isa, Value acc,
       k.loc, acc, b.create<arith::AddIOp>(k.loc, halves[0], halves[1]));
 }
 
+Value qatc::codegen::emitDot4Rows(KB &k, Isa isa, Value acc, Value p02,
+                                  Value p13, Value w) {
+  assert(dotSumsPairs(isa) && "emitDot4Rows is for pmaddwd ISAs");
+  OpBuilder &b = k.b;
+  auto i16 = b.getI16Type();
+  const int64_t words = isa == Isa::AVX2 ? 16 : 8;
+  const char *pmadd =
+      isa == Isa::AVX2 ? "llvm.x86.avx2.pmadd.wd" : "llvm.x86.sse2.pmadd.wd";
+  auto slice = [&](Value v, int64_t off) -> Value {
+    return b.create<vector::ExtractStridedSliceOp>(
+        k.loc, v, ArrayRef<int64_t>{off}, ArrayRef<int64_t>{words},
+        ArrayRef<int64_t>{1});
+  };
+  Value w16 = b.create<vector::BitCastOp>(k.loc, VectorType::get({64}, i16), w);
+  SmallVector<Value> halves;
+  for (int64_t h = 0; h < 2; ++h) {
+    SmallVector<Value> parts;
+    for (int64_t off = 0; off < 32; off += words)
+      parts.push_back(b.create<LLVM::CallIntrinsicOp>(
+                           k.loc, VectorType::get({words / 2}, k.i32), pmadd,
+                           ValueRange{slice(h == 0 ? p02 : p13, off),
+                                      slice(w16, 32 * h + off)})
+                          .getResult(0));
+    halves.push_back(k.concat(parts));
+  }
+  return b.create<arith::AddIOp>(
+      k.loc, acc, b.create<arith::AddIOp>(k.loc, halves[0], halves[1]));
+}
+
 /// Stores the i32 vector `qi` (16 lanes per part) as bytes, 16 to each of
 /// `outs` under `mask`: four parts at a time narrowed by two vpackssdw, a
 /// vpackuswb (vpacksswb when `isSigned`) and a vpermd that gathers each
@@ -1828,6 +1857,22 @@ static Value interleaveRows(KB &k, Isa isa, ArrayRef<Value> x) {
       k.loc, v16i32, b.create<vector::ShuffleOp>(k.loc, lo, hi, quadMask));
 }
 
+/// emitDot4Rows's operands from 4 rows of 16 channels' bytes (vector<16xi8>
+/// each): rows 0 and 2, then 1 and 3, each channel's two bytes adjacent as
+/// i16 (a byte interleave and a widening per 8 channels, in order).
+static std::pair<Value, Value> splitRows(KB &k, ArrayRef<Value> x) {
+  OpBuilder &b = k.b;
+  auto v32i16 = VectorType::get({32}, b.getI16Type());
+  auto pairOf = [&](Value a, Value c) -> Value {
+    SmallVector<int64_t> idx;
+    for (int64_t ch = 0; ch < 16; ++ch)
+      idx.append({ch, 16 + ch});
+    return b.create<arith::ExtUIOp>(
+        k.loc, v32i16, b.create<vector::ShuffleOp>(k.loc, a, c, idx));
+  };
+  return {pairOf(x[0], x[2]), pairOf(x[1], x[3])};
+}
+
 /// Four rows of 64 channels' bytes (v64i8) interleaved into one dword per
 /// channel, four v16i32 in interleave64Index's order: vpunpck{l,h}bw pairs
 /// rows 0-1 and 2-3, vpunpck{l,h}wd the pairs, all within 128-bit lanes,
@@ -1935,14 +1980,23 @@ static void emitDepthwiseColumns(KB &k, Isa isa, const DepthwiseSpec &s) {
       // beside its accumulators: they are loaded where used, as vpdpbusd's
       // memory operand.
       auto weight = [&](int64_t i, int64_t v) {
+        if (s.splitRows)
+          return k.load(
+              VectorType::get({64}, k.b.getI16Type()),
+              k.gep(k.weights,
+                    k.add(k.mul(c0, k.c(8)), k.c(s.weightOff + i * C16 * 8))));
         return V == 1 ? w[i] : channelsAt(s.weightOff + i * C16 * 4, v);
       };
+      // Values per column and row group: emitDot4Rows's two, or V.
+      const int64_t CV = s.splitRows ? 2 : V;
       // The band's sums of this chunk (DepthwiseSpec::sumsOff), one per
       // row, carried in registers from tile to tile after the columns.
       const bool sums = s.sumsOff >= 0;
       assert((!sums || V == 1) && "row sums of 16-channel blocks only");
       const int64_t nsums = sums ? nrows : 0;
-      if (V == 1)
+      // (emitDot4Rows's weights are loaded where used: 6 of 4 ymm each
+      // would not fit in registers.)
+      if (V == 1 && !s.splitRows)
         for (int64_t i = 0; i < s.KW * R * groups; ++i)
           w.push_back(channelsAt(s.weightOff + i * C16 * 4, 0));
       // Each band row's pixel 0 at channel c0; a row outside the image
@@ -1983,6 +2037,10 @@ static void emitDepthwiseColumns(KB &k, Isa isa, const DepthwiseSpec &s) {
         }
         if (V > 1)
           return interleave64(k, x);
+        if (s.splitRows) {
+          auto [p02, p13] = splitRows(k, x);
+          return {p02, p13};
+        }
         return {interleaveRows(k, isa, x)};
       };
       // Pixels [ow0, ow0 + count) of the rows; `in` holds the first
@@ -1998,17 +2056,20 @@ static void emitDepthwiseColumns(KB &k, Isa isa, const DepthwiseSpec &s) {
         SmallVector<Value> rowSums;
         for (int64_t i = 0; i < nrows * count; ++i)
           for (int64_t v = 0; v < V; ++v)
-            acc.push_back(dotAccInit(
-                k, isa,
-                V == 1 ? corr[v]
-                       : k.b.create<LLVM::LoadOp>(
-                             k.loc, v16i32, k.gep(wBase, s.corrOff + 64 * v), 1,
-                             true)));
+            acc.push_back(
+                s.splitRows
+                    ? corr[v]
+                    : dotAccInit(k, isa,
+                                 V == 1 ? corr[v]
+                                        : k.b.create<LLVM::LoadOp>(
+                                              k.loc, v16i32,
+                                              k.gep(wBase, s.corrOff + 64 * v),
+                                              1, true)));
         for (int64_t j = 0; j < (count - 1) * s.SW + s.KW; ++j)
           for (int64_t g = 0; g < groups; ++g) {
             SmallVector<Value> col =
                 j < carried
-                    ? SmallVector<Value>(in.slice((j * groups + g) * V, V))
+                    ? SmallVector<Value>(in.slice((j * groups + g) * CV, CV))
                     : column(iw0, staticIw0, j, g, checkCol);
             if (j >= count * s.SW)
               out.append(col);
@@ -2017,6 +2078,12 @@ static void emitDepthwiseColumns(KB &k, Isa isa, const DepthwiseSpec &s) {
                 int64_t kw = j - p * s.SW;
                 if (kw < 0 || kw >= s.KW)
                   continue;
+                if (s.splitRows) {
+                  Value &a = acc[r * count + p];
+                  a = emitDot4Rows(k, isa, a, col[0], col[1],
+                                   weight((kw * R + r) * groups + g, 0));
+                  continue;
+                }
                 for (int64_t v = 0; v < V; ++v) {
                   Value &a = acc[(r * count + p) * V + v];
                   a = emitDot4(k, isa, a, col[v],
@@ -2024,8 +2091,9 @@ static void emitDepthwiseColumns(KB &k, Isa isa, const DepthwiseSpec &s) {
                 }
               }
           }
-        for (Value &a : acc)
-          a = dotAccFinish(k, isa, a);
+        if (!s.splitRows)
+          for (Value &a : acc)
+            a = dotAccFinish(k, isa, a);
         for (int64_t r = 0; r < nrows; ++r) {
           Value pixRow =
               k.mul(k.add(k.mul(n, k.c(s.OH)), k.add(oh0, k.c(r))), k.c(s.OW));
@@ -2039,7 +2107,7 @@ static void emitDepthwiseColumns(KB &k, Isa isa, const DepthwiseSpec &s) {
             epilogueAt(k, s, rowAcc, pix, c0, mask, false,
                        sums ? &stored : nullptr);
             if (sums) {
-              Value sum = in[carried * groups + r];
+              Value sum = in[carried * groups * CV + r];
               for (Value y : stored)
                 sum = k.b.create<arith::AddFOp>(k.loc, sum, y);
               rowSums.push_back(sum);

@@ -273,6 +273,12 @@ bool dotSumsPairs(Isa isa);
 mlir::Value dotAccInit(KB &k, Isa isa, mlir::Value acc16);
 /// The 16 sums of an accumulator in emitDot4's form.
 mlir::Value dotAccFinish(KB &k, Isa isa, mlir::Value acc);
+/// acc (16 sums) + dot4 per channel of 16 channels' 4 rows, for ISAs that
+/// sum in pairs: `p02` and `p13` (vector<32xi16>) hold each channel's rows
+/// 0 and 2, 1 and 3, adjacent; `w` 64 i16 weights in splitPairIndex's order
+/// (channel, row). Each vpmaddwd pair sum is then a whole channel's.
+mlir::Value emitDot4Rows(KB &k, Isa isa, mlir::Value acc, mlir::Value p02,
+                         mlir::Value p13, mlir::Value w);
 
 /// Where byte `kk` (0-3) of output `o` (0-15) of a K step's 16 outputs
 /// stands in the 64 bytes emitDot4Split reads: two halves of 16 byte pairs,
@@ -529,6 +535,10 @@ struct DepthwiseSpec : ConvSpec {
   /// rows, each with its own weights (row r's kernel row kh at band row
   /// r * SH + kh).
   int64_t rows = 1;
+  /// `columns` without VNNI (avx2, generic): weights i16 [kw][output
+  /// row][row group][C16 / 16][64 in splitPairIndex's order], columns split
+  /// into row pairs (0, 2) and (1, 3) for emitDot4Rows.
+  bool splitRows = false;
   /// Groups of 4 input rows of a band.
   int64_t rowGroups() const { return ((rows - 1) * SH + KH + 3) / 4; }
   /// `rows` for this window: 2 when it costs no extra group, else 1.

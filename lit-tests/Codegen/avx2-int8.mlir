@@ -4,6 +4,9 @@
 // a shift; the weights, packed in that order, are widened to i16 and
 // multiplied by vpmaddwd, whose pair sums are then whole outputs' sums: 16
 // i32 lanes per 16 outputs, with no shuffle before or after the K loop.
+// Depthwise 3x3 convolutions at stride 1 (the column kernel) split each
+// input column's 4 rows into i16 pairs (rows 0 and 2, 1 and 3) for
+// emitDot4Rows, with i16 weights read where used: no pair sums to finish.
 // Strided or dilated depthwise convolutions sum in f32
 // (DepthwiseSpec::floatSums): the bytes converted as loaded, the sums
 // started at the zero-point terms and converted to i32 for the epilogue;
@@ -91,4 +94,37 @@ func.func @main(%x: tensor<1x20x8x8xf32>) -> tensor<1x20x4x4xf32> {
   %q2 = onnx.QuantizeLinear(%r, %so, %z) : (tensor<1x20x4x4xf32>, tensor<f32>, tensor<ui8>) -> tensor<1x20x4x4xui8>
   %dq2 = onnx.DequantizeLinear(%q2, %so, %z) : (tensor<1x20x4x4xui8>, tensor<f32>, tensor<ui8>) -> tensor<1x20x4x4xf32>
   return %dq2 : tensor<1x20x4x4xf32>
+}
+
+// -----
+
+// 3x3 at stride 1 over 20 channels: two output rows of four pixels per
+// tile, each input column's rows split into pairs once.
+// CHECK-LABEL: func.func @qatc_layer_1(
+// CHECK-SAME: qatc.kernel = "int8-depthwise 2x4x16"
+// CHECK-NOT: vector<32xi32>
+// CHECK: arith.extui %{{.*}} : vector<32xi8> to vector<32xi16>
+// CHECK: arith.extui %{{.*}} : vector<32xi8> to vector<32xi16>
+// CHECK: llvm.load %{{.*}} -> vector<64xi16>
+// CHECK-COUNT-4: llvm.call_intrinsic "llvm.x86.avx2.pmadd.wd"
+// CHECK-NOT: vector<32xi32>
+// CHECK: func.func @qatc_layer_2(
+// GENERIC-LABEL: func.func @qatc_layer_1(
+// GENERIC-SAME: qatc.kernel = "int8-depthwise 2x4x16"
+// GENERIC: llvm.call_intrinsic "llvm.x86.sse2.pmadd.wd"
+func.func @main(%x: tensor<1x20x8x8xf32>) -> tensor<1x20x8x8xf32> {
+  %s = onnx.Constant dense<0.05> : tensor<f32>
+  %z = onnx.Constant dense<3> : tensor<ui8>
+  %so = onnx.Constant dense<0.1> : tensor<f32>
+  %ws = onnx.Constant dense<0.01> : tensor<20xf32>
+  %wz = onnx.Constant dense<0> : tensor<20xi8>
+  %wq = onnx.Constant dense<-127> : tensor<20x1x3x3xi8>
+  %b = onnx.Constant dense<0.5> : tensor<20xf32>
+  %q = onnx.QuantizeLinear(%x, %s, %z) : (tensor<1x20x8x8xf32>, tensor<f32>, tensor<ui8>) -> tensor<1x20x8x8xui8>
+  %dq = onnx.DequantizeLinear(%q, %s, %z) : (tensor<1x20x8x8xui8>, tensor<f32>, tensor<ui8>) -> tensor<1x20x8x8xf32>
+  %w = onnx.DequantizeLinear(%wq, %ws, %wz) {axis = 0 : i64} : (tensor<20x1x3x3xi8>, tensor<20xf32>, tensor<20xi8>) -> tensor<20x1x3x3xf32>
+  %c = onnx.Conv(%dq, %w, %b) {group = 20 : i64, kernel_shape = array<i64: 3, 3>, strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>} : (tensor<1x20x8x8xf32>, tensor<20x1x3x3xf32>, tensor<20xf32>) -> tensor<1x20x8x8xf32> loc("dw")
+  %q2 = onnx.QuantizeLinear(%c, %so, %z) : (tensor<1x20x8x8xf32>, tensor<f32>, tensor<ui8>) -> tensor<1x20x8x8xui8>
+  %dq2 = onnx.DequantizeLinear(%q2, %so, %z) : (tensor<1x20x8x8xui8>, tensor<f32>, tensor<ui8>) -> tensor<1x20x8x8xf32>
+  return %dq2 : tensor<1x20x8x8xf32>
 }
