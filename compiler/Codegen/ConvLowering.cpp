@@ -106,7 +106,7 @@ int64_t GraphLowering::tileRows(const DenseConvSpec &s, int64_t nv) const {
   // generic (xmm, 16 registers) takes avx2's blocks (NV), so that a
   // multi-path plan stores their weights once, with fewer rows.
   if (s.int8 && dotSumsPairs(target.isa)) {
-    if (target.isa == Isa::AVX2 && s.splitPairs)
+    if (target.isa == Isa::AVX2)
       return std::max<int64_t>(1, 6 / nv);
     return nv >= 2 ? 1 : 2;
   }
@@ -858,16 +858,20 @@ static Value loadWeights16(KB &k, const Int8RhsPack &p, Value at, Value mask) {
 }
 
 /// The byte offset of column `n`'s first dword of batch `bat` in the
-/// packed layout (split: of its (k0, k2) pair; its (k1, k3) pair is 32
-/// bytes on).
-static Value packedColumn(KB &k, const Int8RhsPack &p, Value bat, Value n) {
-  Value inBlock = k.rem(n, k.c(p.NB));
-  Value slot = p.split ? k.add(k.mul(k.div(inBlock, k.c(16)), k.c(64)),
-                               k.mul(k.rem(inBlock, k.c(16)), k.c(2)))
-                       : k.mul(inBlock, k.c(4));
-  return k.add(k.add(k.mul(bat, k.c(p.batchBytes)),
-                     k.mul(k.div(n, k.c(p.NB)), k.c(p.KS * p.NB * 4))),
+/// dense kernel's packed layout of blocks of NB columns, KS k steps each
+/// (split: of its (k0, k2) pair; its (k1, k3) pair is 32 bytes on).
+static Value packedColumn(KB &k, bool split, int64_t NB, int64_t KS,
+                          int64_t batchBytes, Value bat, Value n) {
+  Value inBlock = k.rem(n, k.c(NB));
+  Value slot = split ? k.add(k.mul(k.div(inBlock, k.c(16)), k.c(64)),
+                             k.mul(k.rem(inBlock, k.c(16)), k.c(2)))
+                     : k.mul(inBlock, k.c(4));
+  return k.add(k.add(k.mul(bat, k.c(batchBytes)),
+                     k.mul(k.div(n, k.c(NB)), k.c(KS * NB * 4))),
                slot);
+}
+static Value packedColumn(KB &k, const Int8RhsPack &p, Value bat, Value n) {
+  return packedColumn(k, p.split, p.NB, p.KS, p.batchBytes, bat, n);
 }
 
 static Value widen(KB &k, Value w) {
@@ -1183,14 +1187,8 @@ LogicalResult GraphLowering::packedProduct(Operation *op, int ta, int tb,
           Value nOk = k.lt(n, k.c(N));
           Value colBase =
               k.add(bOff, k.mul(k.select(nOk, n, k.c(0)), k.c(sbn)));
-          Value inBlock = k.rem(n, k.c(NB));
-          Value slot = base.splitPairs
-                           ? k.add(k.mul(k.div(inBlock, k.c(16)), k.c(64)),
-                                   k.mul(k.rem(inBlock, k.c(16)), k.c(2)))
-                           : k.mul(inBlock, k.c(4));
-          Value dst = k.add(k.add(k.mul(bat, k.c(batchBytes)),
-                                  k.mul(k.div(n, k.c(NB)), k.c(KS * NB * 4))),
-                            slot);
+          Value dst =
+              packedColumn(k, base.splitPairs, NB, KS, batchBytes, bat, n);
           Value zero32 = b.create<arith::ConstantIntOp>(k.loc, 0, 32);
           Value sum = k.loop(
               k.c(0), k.c(KS * step), 1, ValueRange{zero32},

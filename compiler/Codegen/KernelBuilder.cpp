@@ -765,6 +765,23 @@ Value KB::dequantizeI32(Value qi, int64_t zp, float scale) {
   return b.create<arith::MulFOp>(loc, f, floatLike(t, scale));
 }
 
+/// i16 lanes per pmaddwd: a ymm (AVX2) or an xmm (SSE2, the x86-64
+/// baseline).
+static int64_t pmaddWords(Isa isa) { return isa == Isa::AVX2 ? 16 : 8; }
+
+/// pmaddwd of `a` and `w` (vector<pmaddWords x i16>): each pair of
+/// products summed into an i32 lane.
+static Value pmaddwd(KB &k, Isa isa, Value a, Value w) {
+  const int64_t words = pmaddWords(isa);
+  return k.b
+      .create<LLVM::CallIntrinsicOp>(k.loc, VectorType::get({words / 2}, k.i32),
+                                     isa == Isa::AVX2
+                                         ? "llvm.x86.avx2.pmadd.wd"
+                                         : "llvm.x86.sse2.pmadd.wd",
+                                     ValueRange{a, w})
+      .getResult(0);
+}
+
 Value qatc::codegen::emitDot4(KB &k, Isa isa, Value acc, Value a, Value w) {
   OpBuilder &b = k.b;
   auto v16 = VectorType::get({16}, k.i32);
@@ -811,21 +828,12 @@ Value qatc::codegen::emitDot4(KB &k, Isa isa, Value acc, Value a, Value w) {
         k.loc, v64i16, b.create<vector::BitCastOp>(k.loc, v64i8, a));
     Value w16 = b.create<arith::ExtSIOp>(
         k.loc, v64i16, b.create<vector::BitCastOp>(k.loc, v64i8, w));
-    // One ymm (AVX2) or xmm (SSE2, the x86-64 baseline) at a time.
-    const int64_t width = isa == Isa::AVX2 ? 16 : 8;
-    const char *pmadd =
-        isa == Isa::AVX2 ? "llvm.x86.avx2.pmadd.wd" : "llvm.x86.sse2.pmadd.wd";
-    auto part = [&](Value v, int64_t off) -> Value {
-      return b.create<vector::ExtractStridedSliceOp>(
-          k.loc, v, ArrayRef<int64_t>{off}, ArrayRef<int64_t>{width},
-          ArrayRef<int64_t>{1});
-    };
+    // One ymm (AVX2) or xmm (SSE2) at a time.
+    const int64_t width = pmaddWords(isa);
     SmallVector<Value> pairs;
-    for (int64_t off = 0; off < 64; off += width)
-      pairs.push_back(b.create<LLVM::CallIntrinsicOp>(
-                           k.loc, VectorType::get({width / 2}, k.i32), pmadd,
-                           ValueRange{part(a16, off), part(w16, off)})
-                          .getResult(0));
+    for (int64_t part = 0; part < 64 / width; ++part)
+      pairs.push_back(pmaddwd(k, isa, k.slice(a16, part, width),
+                              k.slice(w16, part, width)));
     // Lane j of part p's pmaddwd is half j % 2 of sum 4p + j / 2 (in the
     // order of the parts' bytes): the 32 lanes are dotAccInit's form.
     return b.create<arith::AddIOp>(k.loc, acc, k.concat(pairs));
@@ -869,7 +877,7 @@ std::pair<Value, Value> qatc::codegen::splitPairs(KB &k, Isa isa, Value a) {
   // 8 and k2 | k3 << 8 as words; masking keeps (k0, k2), a logical shift of
   // each word by 8 gives (k1, k3). Neither needs the shuffle port that a
   // widening vpmovzxbw takes.
-  const int64_t words = isa == Isa::AVX2 ? 16 : 8;
+  const int64_t words = pmaddWords(isa);
   auto vw = VectorType::get({words}, b.getI16Type());
   Value x = b.create<vector::BitCastOp>(k.loc, vw, k.splat(a, words / 2));
   auto splat16 = [&](int64_t v) -> Value {
@@ -880,63 +888,54 @@ std::pair<Value, Value> qatc::codegen::splitPairs(KB &k, Isa isa, Value a) {
           b.create<arith::ShRUIOp>(k.loc, x, splat16(8))};
 }
 
-Value qatc::codegen::emitDot4Split(KB &k, Isa isa, Value acc,
-                                   std::pair<Value, Value> pairs, Value w) {
-  assert(dotSumsPairs(isa) && "emitDot4Split is for pmaddwd ISAs");
-  OpBuilder &b = k.b;
-  auto i16 = b.getI16Type();
-  const int64_t words = isa == Isa::AVX2 ? 16 : 8;
-  const char *pmadd =
-      isa == Isa::AVX2 ? "llvm.x86.avx2.pmadd.wd" : "llvm.x86.sse2.pmadd.wd";
-  Value w8 = b.create<vector::BitCastOp>(k.loc, VectorType::get({64}, k.i8), w);
-  // Half h: 16 outputs' (k_h, k_h+2) pairs; words / 2 outputs per pmaddwd.
-  SmallVector<Value> halves;
-  for (int64_t h = 0; h < 2; ++h) {
-    SmallVector<Value> parts;
-    for (int64_t off = 32 * h; off < 32 * (h + 1); off += words) {
-      Value part = b.create<vector::ExtractStridedSliceOp>(
-          k.loc, w8, ArrayRef<int64_t>{off}, ArrayRef<int64_t>{words},
-          ArrayRef<int64_t>{1});
-      Value w16 =
-          b.create<arith::ExtSIOp>(k.loc, VectorType::get({words}, i16), part);
-      parts.push_back(b.create<LLVM::CallIntrinsicOp>(
-                           k.loc, VectorType::get({words / 2}, k.i32), pmadd,
-                           ValueRange{h == 0 ? pairs.first : pairs.second, w16})
-                          .getResult(0));
-    }
-    halves.push_back(k.concat(parts));
-  }
-  return b.create<arith::AddIOp>(
-      k.loc, acc, b.create<arith::AddIOp>(k.loc, halves[0], halves[1]));
-}
-
-Value qatc::codegen::emitDot4Rows(KB &k, Isa isa, Value acc, Value p02,
-                                  Value p13, Value w) {
-  assert(dotSumsPairs(isa) && "emitDot4Rows is for pmaddwd ISAs");
-  OpBuilder &b = k.b;
-  auto i16 = b.getI16Type();
-  const int64_t words = isa == Isa::AVX2 ? 16 : 8;
-  const char *pmadd =
-      isa == Isa::AVX2 ? "llvm.x86.avx2.pmadd.wd" : "llvm.x86.sse2.pmadd.wd";
-  auto slice = [&](Value v, int64_t off) -> Value {
-    return b.create<vector::ExtractStridedSliceOp>(
-        k.loc, v, ArrayRef<int64_t>{off}, ArrayRef<int64_t>{words},
-        ArrayRef<int64_t>{1});
-  };
-  Value w16 = b.create<vector::BitCastOp>(k.loc, VectorType::get({64}, i16), w);
+/// acc + the pmaddwd pair sums of 16 outputs' two halves, h = 0 and 1:
+/// lanes [off, off + words) of each half from `a(h, off)` and `w(h, off)`
+/// (vector<words x i16>), a ymm (AVX2) or xmm (SSE2) at a time.
+static Value pairSums(KB &k, Isa isa, Value acc,
+                      function_ref<Value(int64_t, int64_t, int64_t)> a,
+                      function_ref<Value(int64_t, int64_t, int64_t)> w) {
+  assert(dotSumsPairs(isa) && "pairSums is for pmaddwd ISAs");
+  const int64_t words = pmaddWords(isa);
   SmallVector<Value> halves;
   for (int64_t h = 0; h < 2; ++h) {
     SmallVector<Value> parts;
     for (int64_t off = 0; off < 32; off += words)
-      parts.push_back(b.create<LLVM::CallIntrinsicOp>(
-                           k.loc, VectorType::get({words / 2}, k.i32), pmadd,
-                           ValueRange{slice(h == 0 ? p02 : p13, off),
-                                      slice(w16, 32 * h + off)})
-                          .getResult(0));
+      parts.push_back(pmaddwd(k, isa, a(h, off, words), w(h, off, words)));
     halves.push_back(k.concat(parts));
   }
-  return b.create<arith::AddIOp>(
-      k.loc, acc, b.create<arith::AddIOp>(k.loc, halves[0], halves[1]));
+  return k.b.create<arith::AddIOp>(
+      k.loc, acc, k.b.create<arith::AddIOp>(k.loc, halves[0], halves[1]));
+}
+
+Value qatc::codegen::emitDot4Split(KB &k, Isa isa, Value acc,
+                                   std::pair<Value, Value> pairs, Value w) {
+  // Half h: 16 outputs' (k_h, k_h+2) pairs, each times the broadcast pair.
+  Value w8 =
+      k.b.create<vector::BitCastOp>(k.loc, VectorType::get({64}, k.i8), w);
+  return pairSums(
+      k, isa, acc,
+      [&](int64_t h, int64_t, int64_t) {
+        return h == 0 ? pairs.first : pairs.second;
+      },
+      [&](int64_t h, int64_t off, int64_t n) -> Value {
+        return k.b.create<arith::ExtSIOp>(
+            k.loc, VectorType::get({n}, k.b.getI16Type()),
+            k.slice(w8, (32 * h + off) / n, n));
+      });
+}
+
+Value qatc::codegen::emitDot4Rows(KB &k, Isa isa, Value acc, Value p02,
+                                  Value p13, Value w) {
+  Value w16 = k.b.create<vector::BitCastOp>(
+      k.loc, VectorType::get({64}, k.b.getI16Type()), w);
+  return pairSums(
+      k, isa, acc,
+      [&](int64_t h, int64_t off, int64_t n) {
+        return k.slice(h == 0 ? p02 : p13, off / n, n);
+      },
+      [&](int64_t h, int64_t off, int64_t n) {
+        return k.slice(w16, (32 * h + off) / n, n);
+      });
 }
 
 /// Stores the i32 vector `qi` (16 lanes per part) as bytes, 16 to each of
@@ -1481,14 +1480,12 @@ void qatc::codegen::emitDenseConv(KB &k, Isa isa, const DenseConvSpec &s) {
       SmallVector<Value> init;
       for (int64_t m = 0; m < mr; ++m)
         for (int64_t v = 0; v < s.NV; ++v) {
-          if (s.int8 && s.splitPairs)
-            init.push_back(
-                k.load(accType, packedAt(s.corrOff + v * 64, c0, 4)));
-          else if (s.int8)
-            init.push_back(dotAccInit(
-                k, isa, k.load(accType, packedAt(s.corrOff + v * 64, c0, 4))));
-          else
+          if (!s.int8) {
             init.push_back(k.splatF(0.f, 16));
+            continue;
+          }
+          Value corr = k.load(accType, packedAt(s.corrOff + v * 64, c0, 4));
+          init.push_back(s.splitPairs ? corr : dotAccInit(k, isa, corr));
         }
       // `steps` K steps from the MR pixels `px` and the weights at `w`.
       auto kLoop = [&](ArrayRef<Value> px, Value w, int64_t steps,
@@ -2055,16 +2052,14 @@ static void emitDepthwiseColumns(KB &k, Isa isa, const DepthwiseSpec &s) {
         SmallVector<Value> acc, out; // acc: [row][pixel][V]
         SmallVector<Value> rowSums;
         for (int64_t i = 0; i < nrows * count; ++i)
-          for (int64_t v = 0; v < V; ++v)
-            acc.push_back(
-                s.splitRows
-                    ? corr[v]
-                    : dotAccInit(k, isa,
-                                 V == 1 ? corr[v]
-                                        : k.b.create<LLVM::LoadOp>(
-                                              k.loc, v16i32,
-                                              k.gep(wBase, s.corrOff + 64 * v),
-                                              1, true)));
+          for (int64_t v = 0; v < V; ++v) {
+            Value init = V == 1
+                             ? corr[v]
+                             : k.b.create<LLVM::LoadOp>(
+                                   k.loc, v16i32,
+                                   k.gep(wBase, s.corrOff + 64 * v), 1, true);
+            acc.push_back(s.splitRows ? init : dotAccInit(k, isa, init));
+          }
         for (int64_t j = 0; j < (count - 1) * s.SW + s.KW; ++j)
           for (int64_t g = 0; g < groups; ++g) {
             SmallVector<Value> col =

@@ -438,10 +438,6 @@ struct ConvSpec {
   /// weightOff and corrOff are arena offsets (weights packed at run time,
   /// the right-hand side of an activation product), not weights-blob ones.
   bool packedInArena = false;
-  /// int8 weights in splitPairIndex's order within each K step's 16
-  /// outputs, for emitDot4Split (avx2, generic; weights packed at compile
-  /// time).
-  bool splitPairs = false;
   int64_t padRowOff = 0; ///< a row holding the padding value
   Epilogue ep;
 };
@@ -457,6 +453,9 @@ struct DenseConvSpec : ConvSpec {
   /// split by rows). Set where the weights are small, since each thread
   /// then reads all of them.
   bool splitPixels = false;
+  /// int8 weights in splitPairIndex's order within each K step's 16
+  /// outputs, for emitDot4Split (avx2, generic).
+  bool splitPairs = false;
   /// Set when the threads share a larger whole (a batched product's batches
   /// one after another): this thread's (block, tile) items of this
   /// product, clamped to [0, workItems()]; else the threads share them.
