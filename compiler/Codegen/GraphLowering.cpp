@@ -590,6 +590,62 @@ void GraphLowering::fillActivation(Epilogue &ep,
   }
 }
 
+int64_t GraphLowering::storedFloor(Value v) {
+  if (!isa<quant::UniformQuantizedType>(getElementTypeOrSelf(v.getType())))
+    return 0;
+  if (auto it = floors.find(v); it != floors.end())
+    return it->second;
+  StoredQuant q = storedQuant(qat::QuantLayout(v.getType()));
+  // Values at or above the zero point: non-negative real values, whose
+  // quantization is the zero point or more.
+  auto nonNegative = [&](Value in) {
+    return storedFloor(in) >= storedQuant(qat::QuantLayout(in.getType())).zp;
+  };
+  auto clampsAtZero = [](std::optional<qat::ClampAttr> c) {
+    return c && *c && c->getMin() >= 0;
+  };
+  Operation *def = v.getDefiningOp();
+  int64_t floor = q.qmin;
+  if (!def) {
+  } else if (auto conv = dyn_cast<qat::ConvOp>(def)) {
+    if (clampsAtZero(conv.getResidual() ? conv.getResidualActivation()
+                                        : conv.getActivation()))
+      floor = q.zp;
+  } else if (auto mm = dyn_cast<qat::MatMulOp>(def)) {
+    if (clampsAtZero(mm.getResidual() ? mm.getResidualActivation()
+                                      : mm.getActivation()))
+      floor = q.zp;
+  } else if (auto add = dyn_cast<qat::AddOp>(def)) {
+    if (clampsAtZero(add.getActivation()))
+      floor = q.zp;
+  } else if (auto mul = dyn_cast<qat::MulOp>(def)) {
+    if (clampsAtZero(mul.getActivation()))
+      floor = q.zp;
+  } else if (auto c = dyn_cast<qat::ClampOp>(def)) {
+    floor = std::max(storedFloor(c.getInput()),
+                     static_cast<int64_t>(c.getMin()) + q.offset);
+  } else if (isa<qat::MaxPoolOp, qat::ReshapeOp, qat::TransposeOp, qat::SliceOp,
+                 qat::GatherOp>(def)) {
+    floor = storedFloor(def->getOperand(0));
+  } else if (isa<qat::ConcatOp>(def)) {
+    floor = q.qmax;
+    for (Value in : def->getOperands())
+      floor = std::min(floor, storedFloor(in));
+  } else if (isa<qat::QuantizeOp>(def)) {
+    // A float Relu's output (never NaN: the reference's v > 0 ? v : 0).
+    if (def->getOperand(0).getDefiningOp<onnx::ReluOp>())
+      floor = q.zp;
+  } else if (isa<qat::RequantizeOp, qat::AvgPoolOp, qat::GlobalAvgPoolOp>(
+                 def)) {
+    // Means (padding counts as 0) and rescalings of non-negative values.
+    if (nonNegative(def->getOperand(0)))
+      floor = q.zp;
+  }
+  floor = std::max(floor, q.qmin);
+  floors[v] = floor;
+  return floor;
+}
+
 std::optional<std::pair<float, float>> GraphLowering::foldActivation(Value v,
                                                                      int o) {
   if (!v.hasOneUse())

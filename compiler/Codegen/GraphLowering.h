@@ -582,6 +582,12 @@ private:
   LogicalResult linearEpilogue(OpTy op, const CTensor &x,
                                const qat::QuantLayout &wl, int64_t channels,
                                Epilogue &ep);
+  /// The least stored byte (u8, signed int8 offset by 128) quantized `v`
+  /// can hold: its type's, or its zero point where the ops that compute it
+  /// prove its real values non-negative (a clamp at 0 in an epilogue or on
+  /// the integers; pooling, data movement and requantization of such
+  /// values). 0 for anything else.
+  int64_t storedFloor(Value v);
   /// A float Relu/Clip that is the only user of `v`: folded into its
   /// producer's epilogue (its result is the producer's tensor `o`).
   std::optional<std::pair<float, float>> foldActivation(Value v, int o);
@@ -815,6 +821,10 @@ private:
                      ArrayRef<Value>)>
   rowSoftmaxEpilogue(const FoldedChain &sm, int o, int64_t N,
                      const Epilogue &ep);
+  /// Sets `s.bytePairs`, its tile and its zero-point terms.
+  void chooseBytePairs(DenseConvSpec &s,
+                       const std::function<double(int64_t, int64_t, int64_t,
+                                                  int64_t)> &weightAt);
   /// Picks the tile of `s` and packs `weightAt(oc, ic, kh, kw)` for it
   /// (zero beyond the real channels).
   DenseConvSpec
@@ -917,6 +927,8 @@ private:
   std::map<int, InputMap> inputMaps;
   llvm::DenseSet<Operation *> folded;
   llvm::DenseMap<Value, int64_t> constantOffsets;
+  /// storedFloor's results.
+  llvm::DenseMap<Value, int64_t> floors;
   bool constantError = false;
   /// A buffer shared by concatenations and their inputs: channels (its
   /// channel stride) and its storage, made with the first slice.

@@ -924,6 +924,23 @@ Value qatc::codegen::emitDot4Split(KB &k, Isa isa, Value acc,
       });
 }
 
+Value qatc::codegen::emitDot4Bytes(KB &k, Value acc, Value q, Value w) {
+  OpBuilder &b = k.b;
+  auto v16i16 = VectorType::get({16}, b.getI16Type());
+  Value w8 = b.create<vector::BitCastOp>(k.loc, VectorType::get({64}, k.i8), w);
+  Value ones = k.splatI(1, 16, b.getI16Type());
+  // A ymm of 8 outputs' 4 bytes at a time.
+  SmallVector<Value> sums;
+  for (int64_t h = 0; h < 2; ++h) {
+    Value pairs = b.create<LLVM::CallIntrinsicOp>(
+                       k.loc, v16i16, "llvm.x86.avx2.pmadd.ub.sw",
+                       ValueRange{q, k.slice(w8, h, 32)})
+                      .getResult(0);
+    sums.push_back(pmaddwd(k, Isa::AVX2, pairs, ones));
+  }
+  return b.create<arith::AddIOp>(k.loc, acc, k.concat(sums));
+}
+
 Value qatc::codegen::emitDot4Rows(KB &k, Isa isa, Value acc, Value p02,
                                   Value p13, Value w) {
   Value w16 = k.b.create<vector::BitCastOp>(
@@ -1397,6 +1414,8 @@ void qatc::codegen::emitDenseConv(KB &k, Isa isa, const DenseConvSpec &s) {
   const int64_t KS = s.kSteps();
   const int64_t blockBytes = s.KH * s.KW * KS * NB * 4;
   auto accType = VectorType::get({16}, s.int8 ? k.i32 : k.f32);
+  // Each accumulator holds 16 whole sums, not dotAccInit's pair halves.
+  const bool wholeSums = s.splitPairs || s.bytePairs;
   // Tiles of MR consecutive output pixels in N*OH*OW order: a tile may span
   // rows, so small maps (7x7, 14x14) waste no tile on a row's tail.
   const int64_t P = s.N * s.OH * s.OW, tiles = (P + s.MR - 1) / s.MR;
@@ -1485,7 +1504,7 @@ void qatc::codegen::emitDenseConv(KB &k, Isa isa, const DenseConvSpec &s) {
             continue;
           }
           Value corr = k.load(accType, packedAt(s.corrOff + v * 64, c0, 4));
-          init.push_back(s.splitPairs ? corr : dotAccInit(k, isa, corr));
+          init.push_back(wholeSums ? corr : dotAccInit(k, isa, corr));
         }
       // `steps` K steps from the MR pixels `px` and the weights at `w`.
       auto kLoop = [&](ArrayRef<Value> px, Value w, int64_t steps,
@@ -1506,10 +1525,18 @@ void qatc::codegen::emitDenseConv(KB &k, Isa isa, const DenseConvSpec &s) {
               SmallVector<std::pair<Value, Value>> pairs;
               for (int64_t m = 0; m < mr; ++m) {
                 Value a = k.load(s.int8 ? k.i32 : k.f32, k.gep(px[m], kOff));
-                if (s.splitPairs)
+                if (s.splitPairs) {
                   pairs.push_back(splitPairs(k, isa, a));
-                else
+                } else if (s.bytePairs) {
+                  // q = stored - 128: the top bit flipped.
+                  av.push_back(b.create<arith::XOrIOp>(
+                      k.loc,
+                      b.create<vector::BitCastOp>(
+                          k.loc, VectorType::get({32}, k.i8), k.splat(a, 8)),
+                      k.splatI(-128, 32, k.i8)));
+                } else {
                   av.push_back(k.splat(a, 16));
+                }
               }
               Value wK = k.gep(w, k.mul(ks, k.c(NB * 4)));
               for (int64_t v = 0; v < s.NV; ++v)
@@ -1520,6 +1547,8 @@ void qatc::codegen::emitDenseConv(KB &k, Isa isa, const DenseConvSpec &s) {
                   Value acc = a2[m * s.NV + v];
                   if (s.splitPairs)
                     next.push_back(emitDot4Split(k, isa, acc, pairs[m], wv[v]));
+                  else if (s.bytePairs)
+                    next.push_back(emitDot4Bytes(k, acc, av[m], wv[v]));
                   else
                     next.push_back(s.int8 ? emitDot4(k, isa, acc, av[m], wv[v])
                                           : b.create<vector::FMAOp>(
@@ -1661,7 +1690,7 @@ void qatc::codegen::emitDenseConv(KB &k, Isa isa, const DenseConvSpec &s) {
               },
               anyRow);
         });
-      if (s.int8 && !s.splitPairs)
+      if (s.int8 && !wholeSums)
         for (Value &acc : accs)
           acc = dotAccFinish(k, isa, acc);
       if (s.rowEpilogue) {

@@ -298,6 +298,14 @@ mlir::Value emitDot4Split(KB &k, Isa isa, mlir::Value acc,
                           std::pair<mlir::Value, mlir::Value> pairs,
                           mlir::Value w);
 
+/// acc (16 sums, vector<16xi32>) + dot4 of the broadcast dword of bytes `q`
+/// (vector<32xi8>, each in [0, 127]) with 16 outputs' weights `w` (64
+/// bytes, 4 per output, VNNI's order): vpmaddubsw (u8 x s8, each pair of
+/// products summed into a saturating i16) then vpmaddwd by ones (each
+/// dword's two pair sums into an i32). Exact for q under 128:
+/// |127 * -128 * 2| < 2^15.
+mlir::Value emitDot4Bytes(KB &k, mlir::Value acc, mlir::Value q, mlir::Value w);
+
 /// The requantizing / float epilogue of conv, matmul and add.
 struct Epilogue {
   bool quantOut = false; ///< else f32 out
@@ -456,6 +464,13 @@ struct DenseConvSpec : ConvSpec {
   /// int8 weights in splitPairIndex's order within each K step's 16
   /// outputs, for emitDot4Split (avx2, generic).
   bool splitPairs = false;
+  /// avx2 int8 by emitDot4Bytes, for an input whose stored bytes are all
+  /// 128 or more (a Relu's output at zero point 0): its K steps multiply
+  /// q = stored - 128, weights in VNNI order, zero-point terms for q
+  /// (chooseBytePairs).
+  bool bytePairs = false;
+  /// Every stored byte of the input is 128 or more (set by the lowering).
+  bool inputAbove128 = false;
   /// Set when the threads share a larger whole (a batched product's batches
   /// one after another): this thread's (block, tile) items of this
   /// product, clamped to [0, workItems()]; else the threads share them.

@@ -128,3 +128,50 @@ func.func @main(%x: tensor<1x20x8x8xf32>) -> tensor<1x20x8x8xf32> {
   %dq2 = onnx.DequantizeLinear(%q2, %so, %z) : (tensor<1x20x8x8xui8>, tensor<f32>, tensor<ui8>) -> tensor<1x20x8x8xf32>
   return %dq2 : tensor<1x20x8x8xf32>
 }
+
+// -----
+
+// A convolution reading a Relu's quantized output at zero point 0 (bytes q
+// in [0, 127]): vpmaddubsw multiplies q = stored - 128 (the top bit
+// flipped) by the weights in VNNI order, vpmaddwd by ones sums each dword's
+// pair sums; 2x32 tiles, 16 whole sums per two ymm. The first convolution,
+// reading the signed input, keeps emitDot4Split; generic (SSE2, no
+// vpmaddubsw) keeps it for both.
+// CHECK-LABEL: func.func @qatc_layer_1(
+// CHECK-SAME: qatc.kernel = "int8-generic-conv 6x16"
+// CHECK-LABEL: func.func @qatc_layer_2(
+// CHECK-SAME: qatc.kernel = "int8-maddubs-conv 2x32"
+// CHECK-NOT: vector.shuffle
+// CHECK: scf.for {{.*}} -> (vector<16xi32>, vector<16xi32>, vector<16xi32>, vector<16xi32>)
+// CHECK: %[[Q:.*]] = arith.xori %{{.*}}, %{{.*}} : vector<32xi8>
+// CHECK: %[[P:.*]] = llvm.call_intrinsic "llvm.x86.avx2.pmadd.ub.sw"(%[[Q]], %{{.*}}) : (vector<32xi8>, vector<32xi8>) -> vector<16xi16>
+// CHECK: llvm.call_intrinsic "llvm.x86.avx2.pmadd.wd"(%[[P]], %{{.*}}) : (vector<16xi16>, vector<16xi16>) -> vector<8xi32>
+// CHECK-NOT: vector.shuffle
+// CHECK: scf.yield {{.*}} : vector<16xi32>, vector<16xi32>, vector<16xi32>, vector<16xi32>
+// GENERIC: qatc.kernel = "int8-generic-conv 2x16"
+// GENERIC-NOT: pmadd.ub.sw
+// GENERIC: qatc.kernel = "int8-generic-conv 1x32"
+// GENERIC-NOT: pmadd.ub.sw
+func.func @main(%x: tensor<1x8x4x4xf32>) -> tensor<1x32x4x4xf32> {
+  %s = onnx.Constant dense<0.05> : tensor<f32>
+  %z = onnx.Constant dense<0> : tensor<i8>
+  %so = onnx.Constant dense<0.1> : tensor<f32>
+  %ws = onnx.Constant dense<0.01> : tensor<16xf32>
+  %wz = onnx.Constant dense<0> : tensor<16xi8>
+  %wq = onnx.Constant dense<-127> : tensor<16x8x1x1xi8>
+  %ws2 = onnx.Constant dense<0.01> : tensor<32xf32>
+  %wz2 = onnx.Constant dense<0> : tensor<32xi8>
+  %wq2 = onnx.Constant dense<-128> : tensor<32x16x3x3xi8>
+  %q = onnx.QuantizeLinear(%x, %s, %z) : (tensor<1x8x4x4xf32>, tensor<f32>, tensor<i8>) -> tensor<1x8x4x4xi8>
+  %dq = onnx.DequantizeLinear(%q, %s, %z) : (tensor<1x8x4x4xi8>, tensor<f32>, tensor<i8>) -> tensor<1x8x4x4xf32>
+  %w = onnx.DequantizeLinear(%wq, %ws, %wz) {axis = 0 : i64} : (tensor<16x8x1x1xi8>, tensor<16xf32>, tensor<16xi8>) -> tensor<16x8x1x1xf32>
+  %c = onnx.Conv(%dq, %w) {group = 1 : i64, kernel_shape = array<i64: 1, 1>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : (tensor<1x8x4x4xf32>, tensor<16x8x1x1xf32>) -> tensor<1x16x4x4xf32> loc("first")
+  %r = onnx.Relu(%c) : (tensor<1x16x4x4xf32>) -> tensor<1x16x4x4xf32>
+  %q2 = onnx.QuantizeLinear(%r, %so, %z) : (tensor<1x16x4x4xf32>, tensor<f32>, tensor<i8>) -> tensor<1x16x4x4xi8>
+  %dq2 = onnx.DequantizeLinear(%q2, %so, %z) : (tensor<1x16x4x4xi8>, tensor<f32>, tensor<i8>) -> tensor<1x16x4x4xf32>
+  %w2 = onnx.DequantizeLinear(%wq2, %ws2, %wz2) {axis = 0 : i64} : (tensor<32x16x3x3xi8>, tensor<32xf32>, tensor<32xi8>) -> tensor<32x16x3x3xf32>
+  %c2 = onnx.Conv(%dq2, %w2) {group = 1 : i64, kernel_shape = array<i64: 3, 3>, strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>} : (tensor<1x16x4x4xf32>, tensor<32x16x3x3xf32>) -> tensor<1x32x4x4xf32> loc("second")
+  %q3 = onnx.QuantizeLinear(%c2, %so, %z) : (tensor<1x32x4x4xf32>, tensor<f32>, tensor<i8>) -> tensor<1x32x4x4xi8>
+  %dq3 = onnx.DequantizeLinear(%q3, %so, %z) : (tensor<1x32x4x4xi8>, tensor<f32>, tensor<i8>) -> tensor<1x32x4x4xf32>
+  return %dq3 : tensor<1x32x4x4xf32>
+}

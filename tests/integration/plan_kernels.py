@@ -69,9 +69,11 @@ class Builder:
         z = self.const("z", np.array(zp, dtype))
         return self.node("DequantizeLinear", [self.node("QuantizeLinear", [t, s, z]), s, z])
 
-    def weight(self, shape, axis=0):
-        """A weight: int8 per-channel through DequantizeLinear, or float."""
-        q = self.rng.integers(-127, 128, size=shape).astype(np.int8)
+    def weight(self, shape, axis=0, q=None):
+        """A weight: int8 per-channel through DequantizeLinear, or float
+        (`q`: its integers, else random in [-127, 127])."""
+        if q is None:
+            q = self.rng.integers(-127, 128, size=shape).astype(np.int8)
         scales = self.rng.uniform(0.004, 0.012, size=shape[axis]).astype(np.float32)
         if not self.qdq:
             bshape = [1] * len(shape)
@@ -241,6 +243,36 @@ def residual_add_case(b, c, hw, downsample, group=1):
     r = b.act_qdq(conv(x, 1), 0.06) if downsample else x
     out = b.act_qdq(b.node("Relu", [b.node("Add", [y, r])]), 0.05)
     return [1, c, *hw], out, [1, c, *hw]
+
+
+def relu_input_case(b, ic, mid, oc, hw, k, pool=False, gemm=False):
+    """Convolutions (or a Gemm) reading a Relu's quantized output, zero
+    point 0: bytes q in [0, 127], which avx2 multiplies by vpmaddubsw
+    (int8-maddubs). A small scale saturates many at 127, and whole output
+    channels of weights -128 and 127 reach the largest pair sums,
+    |127 * -128 * 2| < 2^15. `pool`: a max pool between them."""
+    h, w = hw
+    x = b.act_qdq("x", 0.05)
+    y = b.node("Relu", [b.node("Conv", [x, b.weight([mid, ic, 3, 3]),
+                                        b.const("b", b.rng.normal(0, 0.2, mid).astype(np.float32))],
+                               pads=[1] * 4)])
+    y = b.act_qdq(y, 0.01, 0, np.int8)
+    if pool:
+        y = b.act_qdq(b.node("MaxPool", [y], kernel_shape=[2, 2], strides=[2, 2]), 0.01, 0,
+                      np.int8)
+        h, w = h // 2, w // 2
+    shape = [oc, mid * h * w] if gemm else [oc, mid, k, k]
+    q = b.rng.integers(-128, 128, size=shape).astype(np.int8)
+    q[0] = -128
+    q[1] = 127
+    q[2, ::2] = -128
+    wt = b.weight(shape, q=q)
+    bias = b.const("b", b.rng.normal(0, 0.2, oc).astype(np.float32))
+    if gemm:
+        y = b.node("Gemm", [b.node("Flatten", [y]), wt, bias], transB=1)
+        return [1, ic, *hw], b.act_qdq(y, 2.0), [1, oc]
+    y = b.node("Conv", [y, wt, bias], pads=[k // 2] * 4)
+    return [1, ic, *hw], b.act_qdq(y, 0.5), [1, oc, h, w]
 
 
 def concat_inception_case(b, n, hw, same_scale=True):
@@ -580,6 +612,11 @@ CASES = {
     # f32 residuals at each group's channels).
     "residual_add_depthwise_c20": lambda b: residual_add_case(b, 20, (6, 7), False, 20),
     "residual_add_group2_c36": lambda b: residual_add_case(b, 36, (5, 6), False, 2),
+    # Inputs known to be Relu outputs (avx2: int8-maddubs tiles of 2x32 and
+    # 4x16, the last under a mask).
+    "relu_input_3x3_oc64": lambda b: relu_input_case(b, 5, 24, 64, (9, 7), 3),
+    "relu_input_pool_1x1_oc20": lambda b: relu_input_case(b, 6, 36, 20, (10, 8), 1, pool=True),
+    "relu_input_gemm": lambda b: relu_input_case(b, 4, 8, 10, (4, 3), 1, gemm=True),
     # Concatenations written in place by their inputs' layers, and not.
     "concat_inception_n2": lambda b: concat_inception_case(b, 2, (6, 7)),
     "concat_inception_rescaled": lambda b: concat_inception_case(b, 1, (5, 5), False),
