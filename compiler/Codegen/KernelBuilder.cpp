@@ -557,9 +557,12 @@ Value KB::expOf(Value x, bool negated) {
   };
   // The exponent e (x, or -x without computing it) clamped so that n stays
   // small: +-inf become 89 and -104, whose exp overflows to inf and
-  // underflows to 0; NaN passes through. exp(-x) stops at 88 instead, where
-  // it is finite: 1 + exp(-x) then has a finite reciprocal (the sigmoid).
-  const float lo = -104.f, hi = negated ? 88.f : 89.f;
+  // underflows to 0; NaN passes through. exp(-x) is the sigmoid's, which
+  // reads only 1 + exp(-x): it stops at 88, where it is finite (1 + exp(-x)
+  // then has a finite reciprocal), and at -87 (2^-125.5, where 1 + exp(-x)
+  // is 1 as for anything under 2^-24), so that one normal power of two
+  // scales it.
+  const float lo = negated ? -87.f : -104.f, hi = negated ? 88.f : 89.f;
   Value xc = b.create<arith::MinimumFOp>(
       loc, b.create<arith::MaximumFOp>(loc, x, c(negated ? -hi : lo)),
       c(negated ? -lo : hi));
@@ -596,6 +599,22 @@ Value KB::expOf(Value x, bool negated) {
     // (its low bits hold k2): no fptosi, whose NaN is poison.
     auto vi = VectorType::get({n}, i32);
     const float magic = 12582912.f;
+    if (negated) {
+      // k2 in [-126, 127]: 2^k2's biased exponent is k2 + 127, read from
+      // k2 + 1.5 * 2^23's bits less those of 1.5 * 2^23 - 127.
+      Value biased = b.create<arith::SubIOp>(
+          loc,
+          b.create<arith::BitcastOp>(
+              loc, vi, b.create<arith::AddFOp>(loc, k2, c(magic))),
+          b.create<arith::SubIOp>(loc,
+                                  b.create<arith::BitcastOp>(loc, vi, c(magic)),
+                                  splatI(127, n, i32)));
+      return b.create<arith::MulFOp>(
+          loc, y,
+          b.create<arith::BitcastOp>(
+              loc, vt,
+              b.create<arith::ShLIOp>(loc, biased, splatI(23, n, i32))));
+    }
     Value ki = b.create<arith::SubIOp>(
         loc,
         b.create<arith::BitcastOp>(loc, vi,
