@@ -175,3 +175,32 @@ func.func @main(%x: tensor<1x8x4x4xf32>) -> tensor<1x32x4x4xf32> {
   %dq3 = onnx.DequantizeLinear(%q3, %so, %z) : (tensor<1x32x4x4xi8>, tensor<f32>, tensor<i8>) -> tensor<1x32x4x4xf32>
   return %dq3 : tensor<1x32x4x4xf32>
 }
+
+// -----
+
+// 40 channels in blocks of 16: the third block's bytes pass the last
+// channel. Without AVX-512 a byte store under a mask is a test and a
+// store per lane, so the tile's stores test the whole mask first and store
+// the 16 bytes at once where every lane is set.
+// CHECK-LABEL: func.func @qatc_layer_1(
+// CHECK-SAME: qatc.kernel = "int8-generic-conv 6x16"
+// CHECK: %[[ALL:.*]] = vector.reduction <and>, %{{.*}} : vector<16xi1> into i1
+// CHECK-NEXT: scf.if %[[ALL]] {
+// CHECK-NEXT: llvm.store %{{.*}}, %{{.*}} {alignment = 1 : i64} : vector<16xi8>, !llvm.ptr
+// CHECK-NEXT: } else {
+// CHECK-NEXT: llvm.intr.masked.store
+func.func @main(%x: tensor<1x8x4x4xf32>) -> tensor<1x40x4x4xf32> {
+  %s = onnx.Constant dense<0.05> : tensor<f32>
+  %z = onnx.Constant dense<3> : tensor<i8>
+  %so = onnx.Constant dense<0.1> : tensor<f32>
+  %ws = onnx.Constant dense<0.01> : tensor<40xf32>
+  %wz = onnx.Constant dense<0> : tensor<40xi8>
+  %wq = onnx.Constant dense<-127> : tensor<40x8x1x1xi8>
+  %q = onnx.QuantizeLinear(%x, %s, %z) : (tensor<1x8x4x4xf32>, tensor<f32>, tensor<i8>) -> tensor<1x8x4x4xi8>
+  %dq = onnx.DequantizeLinear(%q, %s, %z) : (tensor<1x8x4x4xi8>, tensor<f32>, tensor<i8>) -> tensor<1x8x4x4xf32>
+  %w = onnx.DequantizeLinear(%wq, %ws, %wz) {axis = 0 : i64} : (tensor<40x8x1x1xi8>, tensor<40xf32>, tensor<40xi8>) -> tensor<40x8x1x1xf32>
+  %c = onnx.Conv(%dq, %w) {group = 1 : i64, kernel_shape = array<i64: 1, 1>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : (tensor<1x8x4x4xf32>, tensor<40x8x1x1xf32>) -> tensor<1x40x4x4xf32>
+  %q2 = onnx.QuantizeLinear(%c, %so, %z) : (tensor<1x40x4x4xf32>, tensor<f32>, tensor<i8>) -> tensor<1x40x4x4xi8>
+  %dq2 = onnx.DequantizeLinear(%q2, %so, %z) : (tensor<1x40x4x4xi8>, tensor<f32>, tensor<i8>) -> tensor<1x40x4x4xf32>
+  return %dq2 : tensor<1x40x4x4xf32>
+}
