@@ -75,21 +75,34 @@ Value KB::load(Type t, Value p) {
 void KB::store(Value v, Value p) {
   b.create<LLVM::StoreOp>(loc, v, p, /*alignment=*/1);
 }
+/// Whether a masked load or store of `t` under `mask` is better branched on
+/// the whole mask: without AVX-512 no instruction loads or stores bytes or
+/// words under a mask, and LLVM does it lane by lane (a test, a branch and
+/// a vpinsrb / vpextrb per byte). Where the mask is not a constant (the
+/// channels of a block that may pass the last) every lane is set in all
+/// but the last block.
+static bool branchOnMask(const KB &k, VectorType t, Value mask) {
+  return !k.avx512 && t.getElementTypeBitWidth() < 32 &&
+         !matchPattern(mask, m_Constant());
+}
+
 Value KB::maskedLoad(VectorType t, Value p, Value mask, Value passThru) {
-  return b.create<LLVM::MaskedLoadOp>(loc, t, p, mask, ValueRange{passThru},
-                                      1u);
+  auto masked = [&]() -> Value {
+    return b.create<LLVM::MaskedLoadOp>(loc, t, p, mask, ValueRange{passThru},
+                                        1u);
+  };
+  if (!branchOnMask(*this, t, mask))
+    return masked();
+  Value all =
+      b.create<vector::ReductionOp>(loc, vector::CombiningKind::AND, mask);
+  return ifElseValues(
+      all, [&] { return SmallVector<Value>{load(t, p)}; },
+      [&] { return SmallVector<Value>{masked()}; })[0];
 }
 void KB::maskedStore(Value v, Value p, Value mask) {
-  // Without AVX-512 no instruction stores bytes or words under a mask: LLVM
-  // tests each lane and stores it alone (a vpextrb and a branch per byte).
-  // Where the mask is not a constant (the channels of a block that may
-  // pass the last), a test of the whole mask first stores all the lanes at
-  // once when every one is set, as in every block but the last.
-  // EfficientNet-B0's 144-channel layers in blocks of 32 took the lane by
-  // lane path in every tile.
-  auto vt = cast<VectorType>(v.getType());
-  if (!avx512 && vt.getElementTypeBitWidth() < 32 &&
-      !matchPattern(mask, m_Constant())) {
+  // EfficientNet-B0's 144-channel layers in blocks of 32 stored byte by
+  // byte in every tile.
+  if (branchOnMask(*this, cast<VectorType>(v.getType()), mask)) {
     Value all =
         b.create<vector::ReductionOp>(loc, vector::CombiningKind::AND, mask);
     ifElse(
