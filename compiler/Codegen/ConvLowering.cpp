@@ -96,6 +96,11 @@ void GraphLowering::chooseTile(DenseConvSpec &s) const {
 int64_t GraphLowering::tileRows(const DenseConvSpec &s, int64_t nv) const {
   if (hasAvx512(target.isa))
     return nv >= 4 ? 6 : nv == 3 ? 8 : nv == 2 ? 12 : 16;
+  // emitDot4Bytes holds weights and the ones it multiplies pair sums by in
+  // registers: 2x32 and 4x16 tiles (8 ymm of sums). 3x32 spilled (conv3x3
+  // 64->64 at 56x56 3.7 ms, 1.4 at 2x32), 3x16 took 1.45-1.7.
+  if (s.bytePairs)
+    return nv >= 2 ? 2 : 4;
   // avx2 int8 in emitDot4Split's form: 16 sums take two ymm, so 3x32 and
   // 6x16 tiles hold 12 ymm of sums, each k step's weights widened
   // (vpmovsxbw) once per tile. conv3x3 64->64 at 56x56, fastest of 12
@@ -106,11 +111,6 @@ int64_t GraphLowering::tileRows(const DenseConvSpec &s, int64_t nv) const {
   // 1024 columns keeps one row.
   // generic (xmm, 16 registers) takes avx2's blocks (NV), so that a
   // multi-path plan stores their weights once, with fewer rows.
-  // emitDot4Bytes holds weights and the ones it multiplies pair sums by in
-  // registers: 2x32 and 4x16 tiles (8 ymm of sums). 3x32 spilled (conv3x3
-  // 64->64 at 56x56 3.7 ms, 1.4 at 2x32), 3x16 took 1.45-1.7.
-  if (s.bytePairs)
-    return nv >= 2 ? 2 : 4;
   if (s.int8 && dotSumsPairs(target.isa)) {
     if (target.isa == Isa::AVX2)
       return std::max<int64_t>(1, 6 / nv);
@@ -125,9 +125,7 @@ int64_t GraphLowering::tileRows(const DenseConvSpec &s, int64_t nv) const {
   return nv >= 2 ? 2 : 4;
 }
 
-void GraphLowering::chooseBytePairs(
-    DenseConvSpec &s,
-    const std::function<double(int64_t, int64_t, int64_t, int64_t)> &weightAt) {
+void GraphLowering::chooseBytePairs(DenseConvSpec &s) const {
   // vpmaddubsw takes three instructions per 32 products where
   // emitDot4Split takes about five (the pair split, the weights' widening,
   // twice the vpaddd); both issue two multiplies per 32 products. Fastest
@@ -137,23 +135,10 @@ void GraphLowering::chooseBytePairs(
   // inputs; |q| times the weights with q's sign (vpsignb) is exact for
   // weights above -128 but was no faster than emitDot4Split (2.07 against
   // 1.97 ms), and stored u8 times the weights needs 7-bit weights.
+  // packDense moves the zero-point terms to q's.
   s.bytePairs = true;
   s.splitPairs = false;
   s.MR = tileRows(s, s.NV);
-  // The products are of q = stored - 128: the initial accumulators
-  // -z_x * sum(w) become -(z_x - 128) * sum(w).
-  std::vector<int32_t> corr(roundUp(s.OC, 64) + 64, 0);
-  for (int64_t oc = 0; oc < s.OC; ++oc) {
-    int64_t sum = 0;
-    for (int64_t kh = 0; kh < s.KH; ++kh)
-      for (int64_t kw = 0; kw < s.KW; ++kw)
-        for (int64_t ic = 0; ic < s.kSteps() * 4; ++ic)
-          sum += static_cast<int64_t>(weightAt(oc, ic, kh, kw));
-    int32_t stored;
-    std::memcpy(&stored, out.weights.data() + s.corrOff + 4 * oc, 4);
-    corr[oc] = static_cast<int32_t>(stored + 128 * sum);
-  }
-  s.corrOff = addArray(corr);
 }
 
 DenseConvSpec GraphLowering::packDense(
@@ -162,7 +147,7 @@ DenseConvSpec GraphLowering::packDense(
   chooseTile(s);
   if (s.splitPairs && target.isa == Isa::AVX2 && s.inputAbove128 &&
       !s.packedInArena && s.corrOff >= 0)
-    chooseBytePairs(s, weightAt);
+    chooseBytePairs(s);
   const int64_t NB = s.NV * 16, blocks = (s.OC + NB - 1) / NB;
   s.interleaved = s.int8 && hasAvx512(target.isa) && NB == 64 &&
                   s.OC % 64 == 0 && s.ep.quantOut && !s.ep.resF32 &&
@@ -192,17 +177,32 @@ DenseConvSpec GraphLowering::packDense(
   std::vector<float> packedF;
   (s.int8 ? packed8.resize(blocks * s.KH * s.KW * KS * NB * step)
           : packedF.resize(blocks * s.KH * s.KW * KS * NB));
+  // Each output channel's weight sum, for bytePairs' zero-point terms.
+  std::vector<int64_t> sums(s.bytePairs ? s.OC : 0, 0);
   for (int64_t oc = 0; oc < s.OC; ++oc)
     for (int64_t kh = 0; kh < s.KH; ++kh)
       for (int64_t kw = 0; kw < s.KW; ++kw)
         for (int64_t ic = 0; ic < KS * step; ++ic) {
           double w = weightAt(oc, ic, kh, kw);
+          if (s.bytePairs)
+            sums[oc] += static_cast<int64_t>(w);
           if (s.int8)
             packed8[index(oc, kh, kw, ic)] = static_cast<int8_t>(w);
           else
             packedF[index(oc, kh, kw, ic)] = static_cast<float>(w);
         }
   s.weightOff = s.int8 ? addArray(packed8) : addArray(packedF);
+  if (s.bytePairs) {
+    // The products are of q = stored - 128: the initial accumulators
+    // -z_x * sum(w) become -(z_x - 128) * sum(w).
+    std::vector<int32_t> corr(roundUp(s.OC, 64) + 64, 0);
+    for (int64_t oc = 0; oc < s.OC; ++oc) {
+      int32_t stored;
+      std::memcpy(&stored, out.weights.data() + s.corrOff + 4 * oc, 4);
+      corr[oc] = static_cast<int32_t>(stored + 128 * sums[oc]);
+    }
+    s.corrOff = addArray(corr);
+  }
   return s;
 }
 
@@ -626,6 +626,7 @@ LogicalResult GraphLowering::groupedConv(
   int64_t OCg = OC / group;
   std::vector<DenseConvSpec> specs;
   int64_t padRowOff = padRow(int8, x.zp, x.desc.channelStride + 64);
+  const bool above128 = int8 && storedFloor(op->getOperand(0)) >= 128;
   for (int64_t g = 0; g < group; ++g) {
     DenseConvSpec s;
     s.int8 = int8;
@@ -638,7 +639,7 @@ LogicalResult GraphLowering::groupedConv(
     s.inCS = x.desc.channelStride;
     s.outCS = tensors[o].desc.channelStride;
     s.KC = int8 ? roundUp(ICg, 4) : ICg;
-    s.inputAbove128 = int8 && storedFloor(op->getOperand(0)) >= 128;
+    s.inputAbove128 = above128;
     s.padRowOff = padRowOff;
     s.ep = ep;
     auto shift = [&](int64_t &off) {

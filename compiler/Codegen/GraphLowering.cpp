@@ -605,42 +605,46 @@ int64_t GraphLowering::storedFloor(Value v) {
     return c && *c && c->getMin() >= 0;
   };
   Operation *def = v.getDefiningOp();
-  int64_t floor = q.qmin;
-  if (!def) {
-  } else if (auto conv = dyn_cast<qat::ConvOp>(def)) {
-    if (clampsAtZero(conv.getResidual() ? conv.getResidualActivation()
-                                        : conv.getActivation()))
-      floor = q.zp;
-  } else if (auto mm = dyn_cast<qat::MatMulOp>(def)) {
-    if (clampsAtZero(mm.getResidual() ? mm.getResidualActivation()
-                                      : mm.getActivation()))
-      floor = q.zp;
-  } else if (auto add = dyn_cast<qat::AddOp>(def)) {
-    if (clampsAtZero(add.getActivation()))
-      floor = q.zp;
-  } else if (auto mul = dyn_cast<qat::MulOp>(def)) {
-    if (clampsAtZero(mul.getActivation()))
-      floor = q.zp;
-  } else if (auto c = dyn_cast<qat::ClampOp>(def)) {
-    floor = std::max(storedFloor(c.getInput()),
-                     static_cast<int64_t>(c.getMin()) + q.offset);
-  } else if (isa<qat::MaxPoolOp, qat::ReshapeOp, qat::TransposeOp, qat::SliceOp,
-                 qat::GatherOp>(def)) {
-    floor = storedFloor(def->getOperand(0));
-  } else if (isa<qat::ConcatOp>(def)) {
-    floor = q.qmax;
-    for (Value in : def->getOperands())
-      floor = std::min(floor, storedFloor(in));
-  } else if (isa<qat::QuantizeOp>(def)) {
-    // A float Relu's output (never NaN: the reference's v > 0 ? v : 0).
-    if (def->getOperand(0).getDefiningOp<onnx::ReluOp>())
-      floor = q.zp;
-  } else if (isa<qat::RequantizeOp, qat::AvgPoolOp, qat::GlobalAvgPoolOp>(
-                 def)) {
-    // Means (padding counts as 0) and rescalings of non-negative values.
-    if (nonNegative(def->getOperand(0)))
-      floor = q.zp;
-  }
+  auto floorAtZero = [&](bool atZero) { return atZero ? q.zp : q.qmin; };
+  int64_t floor =
+      !def ? q.qmin
+           : llvm::TypeSwitch<Operation *, int64_t>(def)
+                 // The epilogue's last clamp: after the residual, if any.
+                 .Case<qat::ConvOp, qat::MatMulOp>([&](auto op) {
+                   return floorAtZero(clampsAtZero(
+                       op.getResidual() ? op.getResidualActivation()
+                                        : op.getActivation()));
+                 })
+                 .Case<qat::AddOp, qat::MulOp>([&](auto op) {
+                   return floorAtZero(clampsAtZero(op.getActivation()));
+                 })
+                 .Case([&](qat::ClampOp c) {
+                   return std::max(storedFloor(c.getInput()),
+                                   static_cast<int64_t>(c.getMin()) + q.offset);
+                 })
+                 .Case<qat::MaxPoolOp, qat::ReshapeOp, qat::TransposeOp,
+                       qat::SliceOp, qat::GatherOp>([&](Operation *op) {
+                   return storedFloor(op->getOperand(0));
+                 })
+                 .Case([&](qat::ConcatOp c) {
+                   int64_t least = q.qmax;
+                   for (Value in : c.getInputs())
+                     least = std::min(least, storedFloor(in));
+                   return least;
+                 })
+                 // A float Relu's output (never NaN: the reference's
+                 // v > 0 ? v : 0).
+                 .Case([&](qat::QuantizeOp op) {
+                   return floorAtZero(static_cast<bool>(
+                       op->getOperand(0).getDefiningOp<onnx::ReluOp>()));
+                 })
+                 // Means (padding counts as 0) and rescalings of
+                 // non-negative values.
+                 .Case<qat::RequantizeOp, qat::AvgPoolOp, qat::GlobalAvgPoolOp>(
+                     [&](Operation *op) {
+                       return floorAtZero(nonNegative(op->getOperand(0)));
+                     })
+                 .Default([&](Operation *) { return q.qmin; });
   floor = std::max(floor, q.qmin);
   floors[v] = floor;
   return floor;

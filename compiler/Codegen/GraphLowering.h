@@ -821,10 +821,8 @@ private:
                      ArrayRef<Value>)>
   rowSoftmaxEpilogue(const FoldedChain &sm, int o, int64_t N,
                      const Epilogue &ep);
-  /// Sets `s.bytePairs`, its tile and its zero-point terms.
-  void chooseBytePairs(DenseConvSpec &s,
-                       const std::function<double(int64_t, int64_t, int64_t,
-                                                  int64_t)> &weightAt);
+  /// Sets `s.bytePairs` and its tile.
+  void chooseBytePairs(DenseConvSpec &s) const;
   /// Picks the tile of `s` and packs `weightAt(oc, ic, kh, kw)` for it
   /// (zero beyond the real channels).
   DenseConvSpec
