@@ -453,7 +453,8 @@ void GraphLowering::boundChain(
 void GraphLowering::foldRequantization(
     Epilogue &ep, int64_t channels,
     llvm::function_ref<std::pair<int64_t, int64_t>(int64_t)> accRange) {
-  // The packed stores it needs are AVX-512's; a fused chain or a degenerate
+  // The packed stores it needs are AVX-512's and AVX2's (generic keeps the
+  // division: SSE2 has no FMA to fold into); a fused chain or a degenerate
   // activation (a Clip whose min exceeds its max, which the epilogue applies
   // as it stands) keep the two-step form, and so does a residual or a
   // second quantization other than the requantized add.
@@ -467,8 +468,9 @@ void GraphLowering::foldRequantization(
     boundChain(ep, channels, accRange, channel);
   // A requantized add with an f32 result (a transformer's Add before its
   // layer norm) folds the conv's own quantization; the add stays in f32.
-  if (!hasAvx512(target.isa) || !(ep.quantOut || add) || ep.multOff < 0 ||
-      ep.chain || (ep.hasAct && !(ep.actLo <= ep.actHi)) ||
+  if (!(hasAvx512(target.isa) || target.isa == Isa::AVX2) ||
+      !(ep.quantOut || add) || ep.multOff < 0 || ep.chain ||
+      (ep.hasAct && !(ep.actLo <= ep.actHi)) ||
       (!add && (ep.midQuant || ep.hasResidual || ep.hasPost)))
     return;
   if (add && ep.quantOut)

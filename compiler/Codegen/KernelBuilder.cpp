@@ -1021,11 +1021,70 @@ Value qatc::codegen::emitDot4Rows(KB &k, Isa isa, Value acc, Value p02,
 ///
 /// `byteLo` / `byteHi`: bounds of the stored value applied to the packed
 /// bytes (a vpmaxub / vpminub, or signed, per 64), where set.
+/// storePacked without AVX-512 (avx2): two parts at a time, each part's
+/// halves narrowed by a vpackssdw, the two by a vpackuswb (vpacksswb), and
+/// a vpermd that gathers each part's 16 bytes into one 128-bit lane: four
+/// instructions per two parts, where a truncation takes a vpand per 8
+/// lanes, a vpackusdw, a vextracti128, a vpackuswb and a vpshufd per part
+/// after a vmaxps and a vminps per 8 lanes to keep it in range.
+static void storePackedYmm(KB &k, Value qi, bool isSigned, ArrayRef<Value> outs,
+                           Value mask, bool offset128,
+                           std::optional<int64_t> byteLo,
+                           std::optional<int64_t> byteHi) {
+  OpBuilder &b = k.b;
+  auto v16i16 = VectorType::get({16}, b.getI16Type());
+  auto v32i8 = VectorType::get({32}, k.i8);
+  auto v8i32 = VectorType::get({8}, k.i32);
+  auto pack = [&](const char *name, Type t, Value x, Value y) {
+    return b.create<LLVM::CallIntrinsicOp>(k.loc, t, name, ValueRange{x, y})
+        .getResult(0);
+  };
+  const int64_t parts = cast<VectorType>(qi.getType()).getNumElements() / 16;
+  for (int64_t first = 0; first < parts; first += 2) {
+    const int64_t n = std::min<int64_t>(2, parts - first);
+    // Part p's words: lane 0 its lanes 0-3 and 8-11, lane 1 4-7 and 12-15.
+    SmallVector<Value> words;
+    for (int64_t i = 0; i < 2; ++i) {
+      Value part = k.slice(qi, first + std::min(i, n - 1));
+      words.push_back(pack("llvm.x86.avx2.packssdw", v16i16,
+                           k.slice(part, 0, 8), k.slice(part, 1, 8)));
+    }
+    // Dwords (4 bytes each): 0 part 0's lanes 0-3, 1 its 8-11, 2 and 3 part
+    // 1's; 4-7 the lanes 4-7 and 12-15 of each.
+    Value bytes = pack(isSigned || offset128 ? "llvm.x86.avx2.packsswb"
+                                             : "llvm.x86.avx2.packuswb",
+                       v32i8, words[0], words[1]);
+    if (offset128)
+      bytes = b.create<arith::XOrIOp>(k.loc, bytes, k.splatI(-128, 32, k.i8));
+    if (byteLo) {
+      Value lo = k.splatI(*byteLo, 32, k.i8);
+      bytes = isSigned ? b.create<arith::MaxSIOp>(k.loc, bytes, lo).getResult()
+                       : b.create<arith::MaxUIOp>(k.loc, bytes, lo).getResult();
+    }
+    if (byteHi) {
+      Value hi = k.splatI(*byteHi, 32, k.i8);
+      bytes = isSigned ? b.create<arith::MinSIOp>(k.loc, bytes, hi).getResult()
+                       : b.create<arith::MinUIOp>(k.loc, bytes, hi).getResult();
+    }
+    Value dw = b.create<vector::BitCastOp>(k.loc, v8i32, bytes);
+    dw = b.create<vector::ShuffleOp>(k.loc, dw, dw,
+                                     ArrayRef<int64_t>{0, 4, 1, 5, 2, 6, 3, 7});
+    bytes = b.create<vector::BitCastOp>(k.loc, v32i8, dw);
+    for (int64_t i = 0; i < n; ++i)
+      k.maskedStore(k.slice(bytes, i), outs[first + i], mask);
+  }
+}
+
 static void storePacked(KB &k, Value qi, bool isSigned, ArrayRef<Value> outs,
                         Value mask, bool clamped = true, bool offset128 = false,
                         bool interleaved64 = false,
                         std::optional<int64_t> byteLo = std::nullopt,
                         std::optional<int64_t> byteHi = std::nullopt) {
+  if (!k.avx512) {
+    assert(k.hasFma && !interleaved64 && "packs of ymm (avx2) or zmm only");
+    return storePackedYmm(k, qi, isSigned, outs, mask, offset128, byteLo,
+                          byteHi);
+  }
   OpBuilder &b = k.b;
   auto v16i32 = VectorType::get({16}, k.i32);
   auto v32i16 = VectorType::get({32}, b.getI16Type());
@@ -1154,7 +1213,7 @@ Value qatc::codegen::emitEpilogue(KB &k, const Epilogue &ep,
   // Before a residual add: the conv's own quantized value minus its zero
   // point, an integer in f32.
   Value u;
-  if (k.avx512 && intAcc && ep.foldMulOff >= 0) {
+  if (intAcc && ep.foldMulOff >= 0) {
     // One FMA where the reference rounds twice (acc * s_x * s_w[c], then the
     // quotient by s_y), the same integers (OneStepRequant.h): four to eight
     // instructions per 16 outputs where the two-step form takes about ten,
@@ -1267,7 +1326,7 @@ Value qatc::codegen::emitEpilogue(KB &k, const Epilogue &ep,
                                k.splatI(0, 16, k.i8)));
     rI32 = b.create<arith::ExtUIOp>(k.loc, k.like(vf, k.i32), k.concat(r));
   }
-  if (ep.addFold && k.avx512 && u) {
+  if (ep.addFold && u) {
     // The requantized add in two FMAs, proven exact over every pair of
     // operands (OneStepAdd): no dequantization, no quotient.
     Value rf = b.create<arith::SIToFPOp>(k.loc, vf, rI32);

@@ -1,11 +1,11 @@
-// Tests of the one-step requantization (OneStepRequant.h): on AVX-512 a
-// plain int8 epilogue is one FMA by constants the lowering folded, a
+// Tests of the one-step requantization (OneStepRequant.h): on AVX-512 and
+// AVX2 a plain int8 epilogue is one FMA by constants the lowering folded, a
 // rounding conversion and the packs, where OneStepRequant proves it equal
 // to the reference's two roundings for every accumulator the weights
 // allow; a channel that needs it corrects one accumulator with a compare
-// and a select. A u8 zero point of 128 is a sign flip of the signed packs.
-// Round scales (exact ties every few hundred accumulators) keep the
-// two-step form, and so does AVX2.
+// and a select. A u8 zero point of 128 is a sign flip of the signed packs
+// (on AVX2 a vpackssdw per 8 lanes, a vpacksswb per 32). Round scales (exact
+// ties every few hundred accumulators) keep the two-step form.
 //
 // RUN: qatc-opt %s --split-input-file --qat-lower --qat-layer-functions=target-cpu=avx512vnni | FileCheck %s
 // RUN: qatc-opt %s --split-input-file --qat-lower --qat-layer-functions=target-cpu=avx2 | FileCheck %s --check-prefix=AVX2
@@ -22,7 +22,13 @@
 // CHECK: arith.xori %[[B]]
 // CHECK: func.func @qatc_layer_2(
 // AVX2-LABEL: func.func @qatc_layer_1(
-// AVX2: arith.divf
+// AVX2-NOT: arith.divf
+// AVX2: %[[Y:.*]] = arith.sitofp %{{.*}} : vector<64xi32> to vector<64xf32>
+// AVX2: math.fma %[[Y]], %{{.*}}, %{{.*}} : vector<64xf32>
+// AVX2-NOT: arith.divf
+// AVX2: llvm.x86.avx2.packssdw
+// AVX2: %[[B:.*]] = llvm.call_intrinsic "llvm.x86.avx2.packsswb"
+// AVX2: arith.xori %[[B]]
 // AVX2: func.func @qatc_layer_2(
 func.func @main(%x: tensor<1x64x6x6xf32>) -> tensor<1x48x6x6xf32> {
   %s = onnx.Constant dense<0.0473> : tensor<f32>
@@ -58,6 +64,15 @@ func.func @main(%x: tensor<1x64x6x6xf32>) -> tensor<1x48x6x6xf32> {
 // CHECK: %[[LO:.*]] = arith.maxui %[[U]], %{{.*}} : vector<64xi8>
 // CHECK: arith.minui %[[LO]], %{{.*}} : vector<64xi8>
 // CHECK: func.func @qatc_layer_2(
+// AVX2-LABEL: func.func @qatc_layer_1(
+// AVX2: math.fma %{{.*}} : vector<64xf32>
+// AVX2-NOT: arith.maximumf
+// AVX2-NOT: arith.minimumf
+// AVX2: %[[B:.*]] = llvm.call_intrinsic "llvm.x86.avx2.packsswb"
+// AVX2: %[[U:.*]] = arith.xori %[[B]]
+// AVX2: %[[LO:.*]] = arith.maxui %[[U]], %{{.*}} : vector<32xi8>
+// AVX2: arith.minui %[[LO]], %{{.*}} : vector<32xi8>
+// AVX2: func.func @qatc_layer_2(
 func.func @main(%x: tensor<1x64x6x6xf32>) -> tensor<1x48x6x6xf32> {
   %s = onnx.Constant dense<0.0473> : tensor<f32>
   %z = onnx.Constant dense<0> : tensor<ui8>
@@ -152,8 +167,14 @@ func.func @main(%x: tensor<1x64x6x6xf32>) -> tensor<1x48x6x6xf32> {
 // CHECK: llvm.x86.avx512.packuswb.512
 // CHECK: func.func @qatc_layer_3(
 // AVX2-LABEL: func.func @qatc_layer_2({{.*}}+requantize+add"
-// AVX2: arith.divf
-// AVX2: arith.divf
+// AVX2-NOT: arith.divf
+// AVX2: math.fma %{{.*}} : vector<64xf32>
+// AVX2: %[[U:.*]] = math.roundeven %{{.*}} : vector<64xf32>
+// AVX2: %[[V:.*]] = math.fma %{{.*}}, %{{.*}}, %{{.*}} : vector<64xf32>
+// AVX2: math.fma %[[U]], %{{.*}}, %[[V]] : vector<64xf32>
+// AVX2-NOT: arith.divf
+// AVX2: llvm.x86.avx2.packssdw
+// AVX2: llvm.x86.avx2.packuswb
 // AVX2: func.func @qatc_layer_3(
 func.func @main(%x: tensor<1x64x6x6xf32>, %r: tensor<1x48x6x6xf32>) -> tensor<1x48x6x6xf32> {
   %s = onnx.Constant dense<0.0473> : tensor<f32>
