@@ -531,6 +531,20 @@ Value KB::quantizeWide(Value y, float scale, int64_t zp, float lo, float hi,
 Value KB::roundToI32(Value q) {
   Type ti32 = like(q.getType(), i32);
   auto vt = dyn_cast<VectorType>(q.getType());
+  if (!avx512 && hasFma && vt && vt.getNumElements() % 8 == 0) {
+    // vroundps, then vcvttps2dq by its intrinsic: 0x80000000 for NaN or a
+    // quotient past i32, which the saturating packs rely on (fptosi would
+    // make those poison).
+    Value r = b.create<math::RoundEvenOp>(loc, q);
+    auto v8i32 = VectorType::get({8}, i32);
+    SmallVector<Value> parts;
+    for (int64_t i = 0; i < vt.getNumElements() / 8; ++i)
+      parts.push_back(b.create<LLVM::CallIntrinsicOp>(
+                           loc, v8i32, "llvm.x86.avx.cvtt.ps2dq.256",
+                           ValueRange{slice(r, i, 8)})
+                          .getResult(0));
+    return concat(parts);
+  }
   if (!avx512 || !vt || vt.getNumElements() % 16)
     return b.create<arith::FPToSIOp>(loc, ti32,
                                      b.create<math::RoundEvenOp>(loc, q));
@@ -1372,7 +1386,7 @@ Value qatc::codegen::emitEpilogue(KB &k, const Epilogue &ep,
     // An integer accumulator's affine image is finite; a fused chain's
     // result may not be.
     bool finite = intAcc && !ep.chain;
-    if (k.avx512 && parts >= 2) {
+    if ((k.avx512 || k.hasFma) && parts >= 2) {
       // The packs saturate to the stored type: where that is the whole
       // range, an approximate quotient needs no clamp at that end (one
       // instruction each of a SiLU epilogue's 22 per 16 outputs). Below,

@@ -192,8 +192,10 @@ public:
   /// scale), as quantizeWide's `approximate`.
   mlir::Value quantizeApproximate(mlir::Value y, float scale, int64_t zp,
                                   int64_t qmin, int64_t qmax);
-  /// f32 `q` (scalar or vector, within the i32 range) rounded half to even
-  /// to i32.
+  /// f32 `q` (scalar or vector) rounded half to even to i32: within the i32
+  /// range, or 0x80000000 past it or for NaN on AVX-512 and AVX2 vectors
+  /// (the conversion instructions' own result, which the saturating packs
+  /// of storePacked send to the lowest byte).
   mlir::Value roundToI32(mlir::Value q);
   /// The same as i32 (the stored value, zero point added), not narrowed.
   /// `approximate`: y carries an error of an ulp or so already (a chain

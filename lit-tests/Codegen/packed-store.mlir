@@ -1,8 +1,10 @@
 // Tests of the int8 epilogue's store (storePacked): on AVX-512, four output
 // vectors of 16 quantized i32 lanes are narrowed together by two
 // vpackssdw, one vpackuswb and one vpermd, then stored 16 bytes each,
-// instead of a vpmovdb each. (Plans hold int8 activations as u8, so the
-// second pack saturates unsigned.)
+// instead of a vpmovdb each. On AVX2, two vectors at a time: a vpackssdw
+// per 8 lanes, a vpackuswb and a vpermd that puts each vector's 16 bytes
+// in one 128-bit lane. (Plans hold int8 activations as u8, so the second
+// pack saturates unsigned.)
 //
 // RUN: qatc-opt %s --split-input-file --qat-lower --qat-layer-functions=target-cpu=avx512vnni | FileCheck %s
 // RUN: qatc-opt %s --split-input-file --qat-lower --qat-layer-functions=target-cpu=avx2 | FileCheck %s --check-prefix=AVX2
@@ -16,7 +18,12 @@
 // CHECK-COUNT-4: llvm.intr.masked.store
 // CHECK: func.func @qatc_layer_2(
 // AVX2-LABEL: func.func @qatc_layer_1(
-// AVX2-NOT: packssdw
+// AVX2: %[[A:.*]] = llvm.call_intrinsic "llvm.x86.avx2.packssdw"
+// AVX2: %[[B:.*]] = llvm.call_intrinsic "llvm.x86.avx2.packssdw"
+// AVX2: %[[P:.*]] = llvm.call_intrinsic "llvm.x86.avx2.packuswb"(%[[A]], %[[B]])
+// AVX2: %[[D:.*]] = vector.bitcast %[[P]] : vector<32xi8> to vector<8xi32>
+// AVX2: vector.shuffle %[[D]], %[[D]] [0, 4, 1, 5, 2, 6, 3, 7]
+// AVX2-COUNT-2: llvm.intr.masked.store
 // AVX2: func.func @qatc_layer_2(
 func.func @main(%x: tensor<1x64x6x6xf32>) -> tensor<1x48x6x6xf32> {
   %s = onnx.Constant dense<0.05> : tensor<f32>
