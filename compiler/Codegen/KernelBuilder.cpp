@@ -1023,9 +1023,13 @@ Value qatc::codegen::emitDot4Rows(KB &k, Isa isa, Value acc, Value p02,
 /// vpackuswb (vpacksswb when `isSigned`) and a vpermd that gathers each
 /// part's 16 bytes into one 128-bit lane. That is four shuffle-port
 /// instructions per four parts where a vpmovdb each costs two (Xeon family
-/// 6 model 207: 1.5 against 2 cycles per part, stores included). The packs
-/// saturate to the stored type; `clamped` says the values are in range
-/// already, so a lone part may be truncated instead. `offset128`: `qi` is
+/// 6 model 207: 1.5 against 2 cycles per part, stores included). AVX2 packs
+/// two parts at a time, a vpackssdw per part: four instructions per two
+/// parts where a truncation takes a vpand per 8 lanes, a vpackusdw, a
+/// vextracti128, a vpackuswb and a vpshufd per part, after an f32 clamp
+/// to keep it in range. The packs saturate to the stored type; `clamped`
+/// says the values are in range already, so a lone part may be truncated
+/// instead (AVX-512). `offset128`: `qi` is
 /// the stored u8 value minus 128, packed as signed bytes and moved up by
 /// flipping their top bits (a vpxord per four parts, not a vpaddd per part).
 ///
@@ -1035,84 +1039,42 @@ Value qatc::codegen::emitDot4Rows(KB &k, Isa isa, Value acc, Value p02,
 ///
 /// `byteLo` / `byteHi`: bounds of the stored value applied to the packed
 /// bytes (a vpmaxub / vpminub, or signed, per 64), where set.
-/// storePacked without AVX-512 (avx2): two parts at a time, each part's
-/// halves narrowed by a vpackssdw, the two by a vpackuswb (vpacksswb), and
-/// a vpermd that gathers each part's 16 bytes into one 128-bit lane: four
-/// instructions per two parts, where a truncation takes a vpand per 8
-/// lanes, a vpackusdw, a vextracti128, a vpackuswb and a vpshufd per part
-/// after a vmaxps and a vminps per 8 lanes to keep it in range.
-static void storePackedYmm(KB &k, Value qi, bool isSigned, ArrayRef<Value> outs,
-                           Value mask, bool offset128,
-                           std::optional<int64_t> byteLo,
-                           std::optional<int64_t> byteHi) {
-  OpBuilder &b = k.b;
-  auto v16i16 = VectorType::get({16}, b.getI16Type());
-  auto v32i8 = VectorType::get({32}, k.i8);
-  auto v8i32 = VectorType::get({8}, k.i32);
-  auto pack = [&](const char *name, Type t, Value x, Value y) {
-    return b.create<LLVM::CallIntrinsicOp>(k.loc, t, name, ValueRange{x, y})
-        .getResult(0);
-  };
-  const int64_t parts = cast<VectorType>(qi.getType()).getNumElements() / 16;
-  for (int64_t first = 0; first < parts; first += 2) {
-    const int64_t n = std::min<int64_t>(2, parts - first);
-    // Part p's words: lane 0 its lanes 0-3 and 8-11, lane 1 4-7 and 12-15.
-    SmallVector<Value> words;
-    for (int64_t i = 0; i < 2; ++i) {
-      Value part = k.slice(qi, first + std::min(i, n - 1));
-      words.push_back(pack("llvm.x86.avx2.packssdw", v16i16,
-                           k.slice(part, 0, 8), k.slice(part, 1, 8)));
-    }
-    // Dwords (4 bytes each): 0 part 0's lanes 0-3, 1 its 8-11, 2 and 3 part
-    // 1's; 4-7 the lanes 4-7 and 12-15 of each.
-    Value bytes = pack(isSigned || offset128 ? "llvm.x86.avx2.packsswb"
-                                             : "llvm.x86.avx2.packuswb",
-                       v32i8, words[0], words[1]);
-    if (offset128)
-      bytes = b.create<arith::XOrIOp>(k.loc, bytes, k.splatI(-128, 32, k.i8));
-    if (byteLo) {
-      Value lo = k.splatI(*byteLo, 32, k.i8);
-      bytes = isSigned ? b.create<arith::MaxSIOp>(k.loc, bytes, lo).getResult()
-                       : b.create<arith::MaxUIOp>(k.loc, bytes, lo).getResult();
-    }
-    if (byteHi) {
-      Value hi = k.splatI(*byteHi, 32, k.i8);
-      bytes = isSigned ? b.create<arith::MinSIOp>(k.loc, bytes, hi).getResult()
-                       : b.create<arith::MinUIOp>(k.loc, bytes, hi).getResult();
-    }
-    Value dw = b.create<vector::BitCastOp>(k.loc, v8i32, bytes);
-    dw = b.create<vector::ShuffleOp>(k.loc, dw, dw,
-                                     ArrayRef<int64_t>{0, 4, 1, 5, 2, 6, 3, 7});
-    bytes = b.create<vector::BitCastOp>(k.loc, v32i8, dw);
-    for (int64_t i = 0; i < n; ++i)
-      k.maskedStore(k.slice(bytes, i), outs[first + i], mask);
-  }
-}
-
 static void storePacked(KB &k, Value qi, bool isSigned, ArrayRef<Value> outs,
                         Value mask, bool clamped = true, bool offset128 = false,
                         bool interleaved64 = false,
                         std::optional<int64_t> byteLo = std::nullopt,
                         std::optional<int64_t> byteHi = std::nullopt) {
-  if (!k.avx512) {
-    assert(k.hasFma && !interleaved64 && "packs of ymm (avx2) or zmm only");
-    return storePackedYmm(k, qi, isSigned, outs, mask, offset128, byteLo,
-                          byteHi);
-  }
+  assert((k.avx512 || (k.hasFma && !interleaved64)) &&
+         "packs of zmm (AVX-512) or ymm (AVX2)");
   OpBuilder &b = k.b;
-  auto v16i32 = VectorType::get({16}, k.i32);
-  auto v32i16 = VectorType::get({32}, b.getI16Type());
-  auto v64i8 = VectorType::get({64}, k.i8);
-  // After the packs, 128-bit lane j holds dword j (bytes 4j .. 4j + 3) of
-  // parts 0-3 in turn: part p's dword j is dword 4j + p.
+  // Parts narrowed together: four by zmm packs, two by ymm packs.
+  const int64_t group = k.avx512 ? 4 : 2;
+  auto wordsType = VectorType::get({8 * group}, b.getI16Type());
+  auto bytesType = VectorType::get({16 * group}, k.i8);
+  auto dwordsType = VectorType::get({4 * group}, k.i32);
+  const char *packDwords =
+      k.avx512 ? "llvm.x86.avx512.packssdw.512" : "llvm.x86.avx2.packssdw";
+  const char *packWords = isSigned || offset128
+                              ? (k.avx512 ? "llvm.x86.avx512.packsswb.512"
+                                          : "llvm.x86.avx2.packsswb")
+                              : (k.avx512 ? "llvm.x86.avx512.packuswb.512"
+                                          : "llvm.x86.avx2.packuswb");
+  // After the packs, part p's dword j (its lanes 4j .. 4j + 3) is, in a
+  // zmm, dword 4j + p (128-bit lane j holds dword j of parts 0-3 in turn);
+  // in a ymm, whose in-lane packs take a part's lanes 0-3 and 8-11 to lane
+  // 0 and 4-7 and 12-15 to lane 1, dword (j % 2) * 4 + 2p + j / 2.
   SmallVector<int64_t> order;
-  for (int64_t p = 0; p < 4; ++p)
+  for (int64_t p = 0; p < group; ++p)
     for (int64_t j = 0; j < 4; ++j)
-      order.push_back(4 * j + p);
+      order.push_back(k.avx512 ? 4 * j + p : j % 2 * 4 + 2 * p + j / 2);
+  auto pack = [&](const char *name, Type t, Value x, Value y) {
+    return b.create<LLVM::CallIntrinsicOp>(k.loc, t, name, ValueRange{x, y})
+        .getResult(0);
+  };
   const int64_t parts = cast<VectorType>(qi.getType()).getNumElements() / 16;
-  for (int64_t first = 0; first < parts; first += 4) {
-    int64_t n = std::min<int64_t>(4, parts - first);
-    if (n == 1 && clamped && !offset128) {
+  for (int64_t first = 0; first < parts; first += group) {
+    int64_t n = std::min<int64_t>(group, parts - first);
+    if (k.avx512 && n == 1 && clamped && !offset128) {
       Value one = k.slice(qi, first);
       k.maskedStore(
           b.create<arith::TruncIOp>(k.loc, VectorType::get({16}, k.i8), one),
@@ -1122,24 +1084,24 @@ static void storePacked(KB &k, Value qi, bool isSigned, ArrayRef<Value> outs,
     auto part = [&](int64_t i) {
       return k.slice(qi, first + std::min(i, n - 1));
     };
-    auto pack = [&](const char *name, Type t, Value x, Value y) {
-      return b.create<LLVM::CallIntrinsicOp>(k.loc, t, name, ValueRange{x, y})
-          .getResult(0);
-    };
-    Value lo = pack("llvm.x86.avx512.packssdw.512", v32i16, part(0), part(1));
-    Value hi = pack("llvm.x86.avx512.packssdw.512", v32i16, part(2), part(3));
-    Value bytes = pack(isSigned || offset128 ? "llvm.x86.avx512.packsswb.512"
-                                             : "llvm.x86.avx512.packuswb.512",
-                       v64i8, lo, hi);
+    // Words of parts 2i and 2i + 1 (zmm), or of part i's two halves (ymm).
+    SmallVector<Value> words;
+    for (int64_t i = 0; i < 2; ++i)
+      words.push_back(
+          k.avx512 ? pack(packDwords, wordsType, part(2 * i), part(2 * i + 1))
+                   : pack(packDwords, wordsType, k.slice(part(i), 0, 8),
+                          k.slice(part(i), 1, 8)));
+    Value bytes = pack(packWords, bytesType, words[0], words[1]);
+    const int64_t nb = 16 * group;
     if (offset128)
-      bytes = b.create<arith::XOrIOp>(k.loc, bytes, k.splatI(-128, 64, k.i8));
+      bytes = b.create<arith::XOrIOp>(k.loc, bytes, k.splatI(-128, nb, k.i8));
     if (byteLo) {
-      Value lo = k.splatI(*byteLo, 64, k.i8);
+      Value lo = k.splatI(*byteLo, nb, k.i8);
       bytes = isSigned ? b.create<arith::MaxSIOp>(k.loc, bytes, lo).getResult()
                        : b.create<arith::MaxUIOp>(k.loc, bytes, lo).getResult();
     }
     if (byteHi) {
-      Value hi = k.splatI(*byteHi, 64, k.i8);
+      Value hi = k.splatI(*byteHi, nb, k.i8);
       bytes = isSigned ? b.create<arith::MinSIOp>(k.loc, bytes, hi).getResult()
                        : b.create<arith::MinUIOp>(k.loc, bytes, hi).getResult();
     }
@@ -1147,9 +1109,9 @@ static void storePacked(KB &k, Value qi, bool isSigned, ArrayRef<Value> outs,
       k.store(bytes, outs[first / 4]);
       continue;
     }
-    Value dw = b.create<vector::BitCastOp>(k.loc, v16i32, bytes);
+    Value dw = b.create<vector::BitCastOp>(k.loc, dwordsType, bytes);
     dw = b.create<vector::ShuffleOp>(k.loc, dw, dw, order);
-    bytes = b.create<vector::BitCastOp>(k.loc, v64i8, dw);
+    bytes = b.create<vector::BitCastOp>(k.loc, bytesType, dw);
     for (int64_t i = 0; i < n; ++i)
       k.maskedStore(k.slice(bytes, i), outs[first + i], mask);
   }
