@@ -1039,12 +1039,17 @@ Value qatc::codegen::emitDot4Rows(KB &k, Isa isa, Value acc, Value p02,
 ///
 /// `byteLo` / `byteHi`: bounds of the stored value applied to the packed
 /// bytes (a vpmaxub / vpminub, or signed, per 64), where set.
+/// Whether storePacked's saturating packs exist: zmm on AVX-512, ymm on
+/// AVX2 and the AVX2-class targets, that is every target with FMA (all but
+/// generic).
+static bool hasBytePacks(const KB &k) { return k.hasFma; }
+
 static void storePacked(KB &k, Value qi, bool isSigned, ArrayRef<Value> outs,
                         Value mask, bool clamped = true, bool offset128 = false,
                         bool interleaved64 = false,
                         std::optional<int64_t> byteLo = std::nullopt,
                         std::optional<int64_t> byteHi = std::nullopt) {
-  assert((k.avx512 || (k.hasFma && !interleaved64)) &&
+  assert(hasBytePacks(k) && (k.avx512 || !interleaved64) &&
          "packs of zmm (AVX-512) or ymm (AVX2)");
   OpBuilder &b = k.b;
   // Parts narrowed together: four by zmm packs, two by ymm packs.
@@ -1241,8 +1246,7 @@ Value qatc::codegen::emitEpilogue(KB &k, const Epilogue &ep,
   // than the chain: one FMA and a multiplication by the reciprocal, three
   // fewer instructions per 16 outputs of a SiLU epilogue. Without AVX-512
   // (avx2) the quotient's vdivps also lay on the epilogue's latency chain.
-  const bool approximate =
-      ep.chain && ep.chainApproximate && (k.avx512 || k.hasFma);
+  const bool approximate = ep.chain && ep.chainApproximate && k.hasFma;
   if (!u) {
     SmallVector<int64_t, 2> factors;
     for (int64_t off : {ep.multOff, ep.scaleOff})
@@ -1348,7 +1352,7 @@ Value qatc::codegen::emitEpilogue(KB &k, const Epilogue &ep,
     // An integer accumulator's affine image is finite; a fused chain's
     // result may not be.
     bool finite = intAcc && !ep.chain;
-    if ((k.avx512 || k.hasFma) && parts >= 2) {
+    if (hasBytePacks(k) && parts >= 2) {
       // The packs saturate to the stored type: where that is the whole
       // range, an approximate quotient needs no clamp at that end (one
       // instruction each of a SiLU epilogue's 22 per 16 outputs). Below,
