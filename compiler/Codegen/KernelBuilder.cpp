@@ -583,6 +583,28 @@ Value KB::quantizeApproximate(Value y, float scale, int64_t zp, int64_t qmin,
   return b.create<arith::TruncIOp>(loc, like(qi.getType(), i8), qi);
 }
 
+/// 2^k for an f32 vector `k` of integers in [-126, 127], built from its
+/// bits: the biased exponent k + 127 is read from the bits of k + 1.5 *
+/// 2^23 (whose low bits hold k) less those of 1.5 * 2^23 - 127, so no
+/// fptosi (poison for NaN) is needed.
+static Value pow2Bits(KB &k, Value e) {
+  OpBuilder &b = k.b;
+  auto vt = cast<VectorType>(e.getType());
+  int64_t n = vt.getNumElements();
+  auto vi = VectorType::get({n}, k.i32);
+  const float magic = 12582912.f;
+  Value biased = b.create<arith::SubIOp>(
+      k.loc,
+      b.create<arith::BitcastOp>(
+          k.loc, vi, b.create<arith::AddFOp>(k.loc, e, k.splatF(magic, n))),
+      b.create<arith::SubIOp>(
+          k.loc, b.create<arith::BitcastOp>(k.loc, vi, k.splatF(magic, n)),
+          k.splatI(127, n, k.i32)));
+  return b.create<arith::BitcastOp>(
+      k.loc, vt,
+      b.create<arith::ShLIOp>(k.loc, biased, k.splatI(23, n, k.i32)));
+}
+
 Value KB::exp(Value x) { return expOf(x, /*negated=*/false); }
 
 Value KB::expOf(Value x, bool negated) {
@@ -643,22 +665,8 @@ Value KB::expOf(Value x, bool negated) {
     // (its low bits hold k2): no fptosi, whose NaN is poison.
     auto vi = VectorType::get({n}, i32);
     const float magic = 12582912.f;
-    if (negated) {
-      // k2 in [-126, 127]: 2^k2's biased exponent is k2 + 127, read from
-      // k2 + 1.5 * 2^23's bits less those of 1.5 * 2^23 - 127.
-      Value biased = b.create<arith::SubIOp>(
-          loc,
-          b.create<arith::BitcastOp>(
-              loc, vi, b.create<arith::AddFOp>(loc, k2, c(magic))),
-          b.create<arith::SubIOp>(loc,
-                                  b.create<arith::BitcastOp>(loc, vi, c(magic)),
-                                  splatI(127, n, i32)));
-      return b.create<arith::MulFOp>(
-          loc, y,
-          b.create<arith::BitcastOp>(
-              loc, vt,
-              b.create<arith::ShLIOp>(loc, biased, splatI(23, n, i32))));
-    }
+    if (negated) // k2 in [-126, 127]: one normal power of two.
+      return b.create<arith::MulFOp>(loc, y, pow2Bits(*this, k2));
     Value ki = b.create<arith::SubIOp>(
         loc,
         b.create<arith::BitcastOp>(loc, vi,
@@ -691,14 +699,46 @@ Value KB::expOf(Value x, bool negated) {
 }
 
 /// 2^t for f32 vector `t` (16-lane multiples, at most 127): f = t -
-/// floor(t) by vreduceps (exact, 0 <= f < 1), a degree-5 polynomial for
-/// 2^f (relative error 1.65e-7, fitted for the relative error over
-/// [0, 1)) and vscalefps, which scales by 2^floor(t) itself: no
-/// instruction computes the integer part (splitting at the nearest integer
-/// would need t - f for vscalefps, one instruction more per 16 lanes).
-static Value exp2Short(KB &k, Value t) {
+/// floor(t) (exact, 0 <= f < 1), a degree-5 polynomial for 2^f (relative
+/// error 1.65e-7, fitted for the relative error over [0, 1)) and a scaling
+/// by 2^floor(t). AVX-512 splits off f by vreduceps and scales by
+/// vscalefps, which takes 2^floor(t) from t itself: no instruction computes
+/// the integer part (splitting at the nearest integer would need t - f for
+/// vscalefps, one instruction more per 16 lanes). AVX2 (FMA targets without
+/// AVX-512) floors t by vroundps, subtracts, and multiplies by 2^floor(t)
+/// built from its bits (pow2Bits), t first raised to -126 unless it is known
+/// to stay over that (`overMin`), so that the power stays normal: below it
+/// the result is 2^-126's multiple where it would be under 2^-126, which a
+/// sigmoid's 1 + 2^t and a quantized probability cannot tell apart. That is
+/// 11-12 instructions per 8 lanes where expOf's Cody-Waite form takes 17.
+/// With `plusOne`, 1 + 2^t (AVX2 adds it in the scaling's FMA).
+static Value exp2Short(KB &k, Value t, bool overMin = false,
+                       bool plusOne = false) {
   OpBuilder &b = k.b;
   int64_t n = cast<VectorType>(t.getType()).getNumElements();
+  // Minimax for the relative error on a grid of [0, 1) (a linear program),
+  // rounded to f32 and each coefficient moved by an ulp where that lowered
+  // the f32 Horner evaluation's error.
+  const float coefs[] = {1.878641313e-3f, 8.985498920e-3f, 5.583132803e-2f,
+                         2.401509285e-1f, 6.931535006e-1f, 9.999999404e-1f};
+  auto poly = [&](Value f) {
+    Value p = k.splatF(coefs[0], n);
+    for (int i = 1; i < 6; ++i)
+      p = b.create<math::FmaOp>(k.loc, p, f, k.splatF(coefs[i], n));
+    return p;
+  };
+  if (!k.avx512) {
+    Value tc = overMin
+                   ? t
+                   : b.create<arith::MaximumFOp>(k.loc, t, k.splatF(-126.f, n));
+    Value fl = b.create<math::FloorOp>(k.loc, tc);
+    Value f = b.create<arith::SubFOp>(k.loc, tc, fl);
+    Value p = poly(f), pow = pow2Bits(k, fl);
+    // 1 + 2^t, the sigmoid's denominator, in one FMA.
+    if (plusOne)
+      return b.create<math::FmaOp>(k.loc, p, pow, k.splatF(1.f, n));
+    return b.create<arith::MulFOp>(k.loc, p, pow);
+  }
   auto v16 = VectorType::get({16}, k.f32);
   auto mask = b.create<arith::ConstantIntOp>(k.loc, -1, 16);
   auto current = b.create<arith::ConstantIntOp>(k.loc, 4, 32);
@@ -713,21 +753,15 @@ static Value exp2Short(KB &k, Value t) {
             ValueRange{v[0], imm, v[0], mask, current})
         .getResult(0);
   });
-  // Minimax for the relative error on a grid of [0, 1) (a linear program),
-  // rounded to f32 and each coefficient moved by an ulp where that lowered
-  // the f32 Horner evaluation's error.
-  const float coefs[] = {1.878641313e-3f, 8.985498920e-3f, 5.583132803e-2f,
-                         2.401509285e-1f, 6.931535006e-1f, 9.999999404e-1f};
-  Value p = k.splatF(coefs[0], n);
-  for (int i = 1; i < 6; ++i)
-    p = b.create<math::FmaOp>(k.loc, p, f, k.splatF(coefs[i], n));
-  return k.per16(ValueRange{p, t}, [&](ArrayRef<Value> x) -> Value {
+  Value p = poly(f);
+  Value e = k.per16(ValueRange{p, t}, [&](ArrayRef<Value> x) -> Value {
     return b
         .create<LLVM::CallIntrinsicOp>(
             k.loc, v16, "llvm.x86.avx512.mask.scalef.ps.512",
             ValueRange{x[0], x[1], x[0], mask, current})
         .getResult(0);
   });
+  return plusOne ? b.create<arith::AddFOp>(k.loc, e, k.splatF(1.f, n)) : e;
 }
 
 void KB::softmaxRows(MutableArrayRef<SmallVector<Value>> rows) {
@@ -771,37 +805,49 @@ void KB::softmaxRows(MutableArrayRef<SmallVector<Value>> rows) {
       v = b.create<arith::MulFOp>(loc, v, inv[r]);
 }
 
+Value KB::sigmoidDenominator(Value x) {
+  Type t = x.getType();
+  auto vt = dyn_cast<VectorType>(t);
+  bool shortExp =
+      quantizedChain && hasFma && vt && vt.getNumElements() % 16 == 0;
+  // exp(-x) stops at e^88 on AVX-512 (expOf): d is finite, and so is the
+  // Newton step of the sigmoid (an infinite d would make it inf * 0). The
+  // sigmoid below x = -88, under 2^-126, is then 0 or that bound's. The
+  // short form stops at 2^127; NaN passes through the clamp. AVX-512's needs
+  // none below: vreduceps gives 0 for -inf, and vscalefps 0 for any t under
+  // -150; AVX2's raises t to -126 unless x stays under 87. Nor above where
+  // x is known to stay over -87 (argRange: a chain's input is an
+  // accumulator's affine image), so that t stays under 126.
+  if (!shortExp)
+    return b.create<arith::AddFOp>(loc, floatLike(t, 1.f),
+                                   expOf(x, /*negated=*/true));
+  int64_t n = vt.getNumElements();
+  Value te = b.create<arith::MulFOp>(loc, x, splatF(-1.44269504f, n));
+  if (!argRange || !(argRange->first > -87.0))
+    te = b.create<arith::MinimumFOp>(loc, te, splatF(127.f, n));
+  return exp2Short(*this, te,
+                   /*overMin=*/argRange && argRange->second < 87.0,
+                   /*plusOne=*/true);
+}
+
+/// The sigmoid's reciprocal is vrcp14ps and a Newton step.
+static bool sigmoidByReciprocal(KB &k, Value x) {
+  auto vt = dyn_cast<VectorType>(x.getType());
+  return k.avx512 && k.reciprocalDivision && !(vt && vt.getNumElements() % 16);
+}
+
 Value KB::sigmoid(Value x) {
   Type t = x.getType();
   Value one = floatLike(t, 1.f);
   auto vt = dyn_cast<VectorType>(t);
-  bool shortExp =
-      quantizedChain && avx512 && vt && vt.getNumElements() % 16 == 0;
-  // exp(-x) stops at e^88 on AVX-512 (expOf): d is finite, and so is the
-  // Newton step below (an infinite d would make it inf * 0). The sigmoid
-  // below x = -88, under 2^-126, is then 0 or that bound's. The short form
-  // stops at 2^127; NaN passes through the clamp. It needs none below:
-  // vreduceps gives 0 for -inf, and vscalefps 0 for any t under -150. Nor
-  // above where x is known to stay over -87 (argRange: a chain's input is
-  // an accumulator's affine image), so that t stays under 126.
-  Value e;
-  if (shortExp) {
-    int64_t n = vt.getNumElements();
-    Value te = b.create<arith::MulFOp>(loc, x, splatF(-1.44269504f, n));
-    if (!argRange || !(argRange->first > -87.0))
-      te = b.create<arith::MinimumFOp>(loc, te, splatF(127.f, n));
-    e = exp2Short(*this, te);
-  } else {
-    e = expOf(x, /*negated=*/true);
-  }
-  Value d = b.create<arith::AddFOp>(loc, one, e);
-  if (!avx512 || !reciprocalDivision || (vt && vt.getNumElements() % 16))
-    return b.create<arith::DivFOp>(loc, one, d);
+  if (!sigmoidByReciprocal(*this, x))
+    return b.create<arith::DivFOp>(loc, one, sigmoidDenominator(x));
   if (!vt) {
     // Lane 0 of the vector code: a map's remainder agrees with its body.
     Value lanes = sigmoid(splat(x, 16));
     return b.create<vector::ExtractOp>(loc, lanes, ArrayRef<int64_t>{0});
   }
+  Value d = sigmoidDenominator(x);
   auto v16 = VectorType::get({16}, f32);
   auto mask = b.create<arith::ConstantIntOp>(loc, -1, 16);
   Value y0 = per16(d, [&](ArrayRef<Value> v) -> Value {
@@ -814,6 +860,12 @@ Value KB::sigmoid(Value x) {
   Value err =
       b.create<math::FmaOp>(loc, b.create<arith::NegFOp>(loc, d), y0, one);
   return b.create<math::FmaOp>(loc, err, y0, y0);
+}
+
+Value KB::silu(Value x) {
+  if (sigmoidByReciprocal(*this, x))
+    return b.create<arith::MulFOp>(loc, x, sigmoid(x));
+  return b.create<arith::DivFOp>(loc, x, sigmoidDenominator(x));
 }
 
 Value KB::dequantize(Value q, int64_t zp, float scale) {

@@ -232,11 +232,18 @@ public:
   /// `reciprocalDivision` on AVX-512 the reciprocal is vrcp14ps and a Newton
   /// step (within an ulp; four instructions where vdivps issues one every
   /// 10 cycles on Intel cores), else a division. In a `quantizedChain` on
-  /// AVX-512, exp(-x) is 2^t for t = -x log2(e) rounded once, split by
-  /// vreduceps and a degree-5 polynomial (10 instructions instead of 14;
-  /// within 2.2e-7 of 2^f, and t's rounding costs under 1.5e-8 of the
-  /// sigmoid where it is not saturated).
+  /// a target with FMA, exp(-x) is 2^t for t = -x log2(e) rounded once,
+  /// split by vreduceps (AVX-512) or a floor (AVX2) and a degree-5
+  /// polynomial (10 instructions instead of 14 per 16 lanes on AVX-512, 12
+  /// instead of 17 per 8 on AVX2; within 2.2e-7 of 2^f, and t's rounding
+  /// costs under 1.5e-8 of the sigmoid where it is not saturated).
   mlir::Value sigmoid(mlir::Value x);
+  /// 1 + exp(-x), the sigmoid's denominator, with sigmoid's choice of exp.
+  mlir::Value sigmoidDenominator(mlir::Value x);
+  /// x * sigmoid(x) (SiLU): x / (1 + exp(-x)), one division where the
+  /// product takes a division and a multiplication, and one rounding fewer;
+  /// the product of the reciprocal where sigmoid takes vrcp14ps.
+  mlir::Value silu(mlir::Value x);
   /// erf of f32 `x` (scalar or vector): on AVX-512 a degree-7 polynomial
   /// per interval of 1/4 of [0, 4), its coefficients picked by vpermps
   /// (within 2.3 ulps, no division); elsewhere math.erf (MLIR's

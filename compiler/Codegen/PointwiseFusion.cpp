@@ -418,6 +418,30 @@ stepRange(Operation *op) {
   return nullptr;
 }
 
+/// A Mul step of x and sigmoid(x) (an earlier step's) computes SiLU as
+/// KB::silu: x / (1 + exp(-x)), a division and no product. x becomes its
+/// only argument, whose range is KB::argRange while the step is emitted;
+/// the product's range takes the sigmoid's [0, 1]. Where nothing else reads
+/// the sigmoid step, ChainProgram::run emits nothing for it. Call it after
+/// step.range is set.
+static void fuseSilu(ChainStep &step,
+                     const llvm::DenseMap<int, int> &sigmoidOf) {
+  if (step.args.size() != 2 || step.args[0].kind != ChainArg::Slot ||
+      step.args[1].kind != ChainArg::Slot)
+    return;
+  for (int i = 0; i < 2; ++i) {
+    auto it = sigmoidOf.find(step.args[1 - i].slot);
+    if (it == sigmoidOf.end() || it->second != step.args[i].slot)
+      continue;
+    step.args = {step.args[i]};
+    step.fn = [](KB &k, ArrayRef<Value> v) { return k.silu(v[0]); };
+    step.range = [product = step.range](ArrayRef<ChainRange> a) {
+      return product({a[0], ChainRange{0, 1}});
+    };
+    return;
+  }
+}
+
 ChainProgram GraphLowering::chainProgram(const Chain &c, Value seed,
                                          int64_t channelAxis,
                                          std::vector<Src> *mapInputs) {
@@ -444,6 +468,8 @@ ChainProgram GraphLowering::chainProgram(const Chain &c, Value seed,
       }
   p.quantized = !c.ops.empty() && (isa<qat::QuantizeOp>(c.ops.back()) ||
                                    feedsOnlyQuantize(c.exit));
+  // The input slot of each sigmoid step's result.
+  llvm::DenseMap<int, int> sigmoidOf;
   for (Operation *op : c.ops) {
     if (!p.name.empty())
       p.name += "+";
@@ -484,7 +510,12 @@ ChainProgram GraphLowering::chainProgram(const Chain &c, Value seed,
       step.args.push_back(a);
     }
     step.range = stepRange(op);
-    slot[op->getResult(0)] = p.inputs + p.steps.size();
+    int out = p.inputs + p.steps.size();
+    if (isa<onnx::SigmoidOp>(op) && step.args[0].kind == ChainArg::Slot)
+      sigmoidOf[out] = step.args[0].slot;
+    if (isa<onnx::MulOp>(op))
+      fuseSilu(step, sigmoidOf);
+    slot[op->getResult(0)] = out;
     p.steps.push_back(std::move(step));
   }
   p.result = slot.lookup(c.exit);
@@ -536,7 +567,19 @@ Value ChainProgram::run(KB &k, ArrayRef<Value> in,
   // and the steps before have rules: a step's first operand's is
   // KB::argRange while the step is emitted.
   std::vector<std::optional<ChainRange>> range = ranges(k.chainInputRange);
+  // The steps the result reads (fuseSilu leaves its sigmoid unread).
+  std::vector<bool> live(inputs + steps.size(), false);
+  live[result] = true;
+  for (int i = steps.size() - 1; i >= 0; --i)
+    if (live[inputs + i])
+      for (const ChainArg &a : steps[i].args)
+        if (a.kind == ChainArg::Slot)
+          live[a.slot] = true;
   for (const ChainStep &s : steps) {
+    if (!live[vals.size()]) {
+      vals.push_back(Value());
+      continue;
+    }
     llvm::SaveAndRestore<std::optional<ChainRange>> argRange(
         k.argRange, s.args.empty() ? std::nullopt : rangeOf(s.args[0], range));
     SmallVector<Value> args;

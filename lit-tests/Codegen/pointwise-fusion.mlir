@@ -5,6 +5,7 @@
 //
 // RUN: qatc-opt %s --split-input-file --qat-lower --qat-layer-functions=target-cpu=avx512vnni | FileCheck %s --check-prefixes=CHECK,VNNI
 // RUN: qatc-opt %s --split-input-file --qat-lower --qat-layer-functions=target-cpu=amx | FileCheck %s --check-prefix=AMX
+// RUN: qatc-opt %s --split-input-file --qat-lower --qat-layer-functions=target-cpu=avx2 | FileCheck %s --check-prefix=AVX2
 
 // SiLU between an int8 convolution and the next QuantizeLinear: one layer,
 // no fp32 tensor in between.
@@ -43,6 +44,27 @@
 // CHECK: func.func @qatc_layer_3(
 // CHECK-SAME: qatc.kernel = "nhwc-to-nchw"
 // CHECK-NOT: func.func @qatc_layer_
+// AVX2 takes the same short exp: t floored (vroundps), f = t - floor(t)
+// exactly, and 2^floor(t) from its bits; the conv's output stays within
+// (-87, 87), so t is clamped at neither end. 1 + 2^t is one FMA, and
+// x * sigmoid(x) is one division of x by it (no 1 / d, no product).
+// AVX2-LABEL: func.func @qatc_layer_1(
+// AVX2-SAME: qatc.kernel = "int8-generic-conv {{[0-9]+}}x{{[0-9]+}} +sigmoid+mul+quantize"
+// AVX2: %[[X:.*]] = math.fma {{.*}} : vector<64xf32>
+// AVX2-NOT: arith.minimumf
+// AVX2-NOT: arith.maximumf
+// AVX2: %[[T:.*]] = arith.mulf %[[X]], {{.*}} : vector<64xf32>
+// AVX2-NEXT: %[[FL:.*]] = math.floor %[[T]] : vector<64xf32>
+// AVX2-NEXT: %[[F:.*]] = arith.subf %[[T]], %[[FL]] : vector<64xf32>
+// AVX2: arith.addf %[[FL]], {{.*}} : vector<64xf32>
+// AVX2: %[[POW:.*]] = arith.bitcast {{.*}} : vector<64xi32> to vector<64xf32>
+// AVX2: %[[ONE:.*]] = arith.constant dense<1.000000e+00> : vector<64xf32>
+// AVX2-NEXT: %[[D:.*]] = math.fma {{.*}}, %[[POW]], %[[ONE]] : vector<64xf32>
+// AVX2-NEXT: %[[Y:.*]] = arith.divf %[[X]], %[[D]] : vector<64xf32>
+// AVX2-NEXT: %[[TEN:.*]] = arith.constant dense<1.000000e+01> : vector<64xf32>
+// AVX2-NEXT: arith.mulf %[[Y]], %[[TEN]] : vector<64xf32>
+// AVX2-NOT: llvm.x86.avx512
+// AVX2: func.func @qatc_layer_2(
 func.func @silu(%x: tensor<1x8x6x6xf32>) -> tensor<1x4x6x6xf32> {
   %s = onnx.Constant dense<0.05> : tensor<f32>
   %z = onnx.Constant dense<0> : tensor<i8>
