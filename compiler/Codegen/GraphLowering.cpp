@@ -445,9 +445,10 @@ void GraphLowering::boundChain(
     ep.chainInputRange = std::pair{xLo - slack, xHi + slack};
   // Twice the bound covers the f32 roundings of y and of the chain's
   // approximate steps many times over.
+  const double quotient = 2 * worst / ep.outScale + std::abs(double(ep.outZp));
   ep.chainQuotientFits =
-      ep.quantOut && ep.chainApproximate && bounded &&
-      2 * worst / ep.outScale + std::abs(double(ep.outZp)) < 0x1p30;
+      ep.quantOut && ep.chainApproximate && bounded && quotient < 0x1p30;
+  ep.chainQuotientSmall = ep.chainQuotientFits && quotient < 0x1p21;
 }
 
 void GraphLowering::foldRequantization(

@@ -212,6 +212,14 @@ public:
                            float yHi = 0.f, bool approximate = false,
                            bool saturatesBelow = false,
                            bool saturatesAbove = false);
+  /// y * RN(1 / scale) rounded half to even, plus `zp`, as i32, for an
+  /// approximate `y` (see quantizeWide) whose quotient is known to stay
+  /// within +-2^21 (Epilogue::chainQuotientSmall) and whose narrowing
+  /// saturates at both ends: one FMA adds 1.5 * 2^23 and zp's even part,
+  /// whose rounding is the rounding to an integer (of the exact product:
+  /// no rounding before it), and one integer subtraction reads the result
+  /// from the bits. vroundps, vcvttps2dq and the zero point's vpaddd go.
+  mlir::Value quantizeRounded(mlir::Value y, float scale, int64_t zp);
   /// `y / scale` clamped to [lo, hi] and rounded half to even, as f32: the
   /// stored value minus its zero point, for a quantize-dequantize round trip
   /// that needs no integer (one vrndscaleps, not vcvtps2dq, the zero point
@@ -394,6 +402,9 @@ struct Epilogue {
   /// leaves its upper clamp to the packs where the stored type's maximum is
   /// the quantization's.
   bool chainQuotientFits = false;
+  /// The same within +-2^21: KB::quantizeRounded's magic-number rounding
+  /// holds there (it needs +-2^22).
+  bool chainQuotientSmall = false;
   /// The range of the chain's input, the accumulator's affine image over
   /// every channel (GraphLowering::boundChain), where known.
   std::optional<std::pair<double, double>> chainInputRange;

@@ -61,8 +61,16 @@
 // AVX2: %[[ONE:.*]] = arith.constant dense<1.000000e+00> : vector<64xf32>
 // AVX2-NEXT: %[[D:.*]] = math.fma {{.*}}, %[[POW]], %[[ONE]] : vector<64xf32>
 // AVX2-NEXT: %[[Y:.*]] = arith.divf %[[X]], %[[D]] : vector<64xf32>
+// The quotient by the output scale stays far inside +-2^21, so it rounds by
+// a magic number: y * 10 + 1.5 * 2^23 + 128 (the zero point of an int8
+// tensor stored as u8) in one FMA, the integer read from the bits less
+// 1.5 * 2^23's (0x4B400000): no vroundps, no vcvttps2dq.
+// AVX2-NEXT: %[[MAGIC:.*]] = arith.constant dense<0x4B400080> : vector<64xf32>
 // AVX2-NEXT: %[[TEN:.*]] = arith.constant dense<1.000000e+01> : vector<64xf32>
-// AVX2-NEXT: arith.mulf %[[Y]], %[[TEN]] : vector<64xf32>
+// AVX2-NEXT: %[[R:.*]] = math.fma %[[Y]], %[[TEN]], %[[MAGIC]] : vector<64xf32>
+// AVX2-NEXT: %[[BITS:.*]] = arith.constant dense<1262485504> : vector<64xi32>
+// AVX2-NEXT: %[[RI:.*]] = arith.bitcast %[[R]] : vector<64xf32> to vector<64xi32>
+// AVX2-NEXT: arith.subi %[[RI]], %[[BITS]] : vector<64xi32>
 // AVX2-NOT: llvm.x86.avx512
 // AVX2: func.func @qatc_layer_2(
 func.func @silu(%x: tensor<1x8x6x6xf32>) -> tensor<1x4x6x6xf32> {
