@@ -7,6 +7,14 @@
 //
 // RUN: qatc-opt %s --split-input-file --qat-lower --qat-layer-functions=target-cpu=avx512vnni | FileCheck %s
 // RUN: qatc-opt %s --split-input-file --qat-lower --qat-layer-functions=target-cpu=avx512vnni --qat-kernels-to-llvm | FileCheck %s --check-prefix=LLVM
+// RUN: qatc-opt %s --split-input-file --qat-lower --qat-layer-functions=target-cpu=avx2 | FileCheck %s --check-prefix=AVX2
+//
+// With AVX2's 16 registers a band is two output rows only where no chain
+// is fused: a chain's epilogue (SiLU here) takes one row at a time.
+// AVX2: qatc.kernel = "int8-depthwise 2x4x16"
+// AVX2: qatc.kernel = "int8-depthwise 2x4x16"
+// AVX2: qatc.kernel = "int8-depthwise 2x4x16"
+// AVX2: qatc.kernel = "int8-depthwise 4x16 +sigmoid+mul +row sums"
 
 // 32 channels (two whole blocks) on a 12x10 map: two whole tiles of 4
 // pixels and a tail of 2 per row.
