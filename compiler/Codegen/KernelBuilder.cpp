@@ -879,7 +879,11 @@ Value KB::sigmoid(Value x) {
 }
 
 Value KB::silu(Value x) {
-  if (sigmoidByReciprocal(*this, x))
+  // generic (no FMA) keeps the reference's own form, x * (1 / d): its exp
+  // is MLIR's, close to the reference's, and x / d flipped one element of
+  // an EfficientNet-B0 SiLU quantization that cascaded to 15 LSB by the
+  // last layer (plans-zoo).
+  if (sigmoidByReciprocal(*this, x) || !hasFma)
     return b.create<arith::MulFOp>(loc, x, sigmoid(x));
   return b.create<arith::DivFOp>(loc, x, sigmoidDenominator(x));
 }

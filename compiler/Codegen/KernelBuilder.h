@@ -250,7 +250,8 @@ public:
   mlir::Value sigmoidDenominator(mlir::Value x);
   /// x * sigmoid(x) (SiLU): x / (1 + exp(-x)), one division where the
   /// product takes a division and a multiplication, and one rounding fewer;
-  /// the product of the reciprocal where sigmoid takes vrcp14ps.
+  /// the product of the reciprocal where sigmoid takes vrcp14ps, and on the
+  /// generic target (the reference's form).
   mlir::Value silu(mlir::Value x);
   /// erf of f32 `x` (scalar or vector): on AVX-512 a degree-7 polynomial
   /// per interval of 1/4 of [0, 4), its coefficients picked by vpermps
