@@ -1090,6 +1090,11 @@ Value qatc::codegen::emitDot4Rows(KB &k, Isa isa, Value acc, Value p02,
       });
 }
 
+/// Whether storePacked's saturating packs exist: zmm on AVX-512, ymm on
+/// AVX2 and the AVX2-class targets, that is every target with FMA (all but
+/// generic).
+static bool hasBytePacks(const KB &k) { return k.hasFma; }
+
 /// Stores the i32 vector `qi` (16 lanes per part) as bytes, 16 to each of
 /// `outs` under `mask`: four parts at a time narrowed by two vpackssdw, a
 /// vpackuswb (vpacksswb when `isSigned`) and a vpermd that gathers each
@@ -1111,11 +1116,6 @@ Value qatc::codegen::emitDot4Rows(KB &k, Isa isa, Value acc, Value p02,
 ///
 /// `byteLo` / `byteHi`: bounds of the stored value applied to the packed
 /// bytes (a vpmaxub / vpminub, or signed, per 64), where set.
-/// Whether storePacked's saturating packs exist: zmm on AVX-512, ymm on
-/// AVX2 and the AVX2-class targets, that is every target with FMA (all but
-/// generic).
-static bool hasBytePacks(const KB &k) { return k.hasFma; }
-
 static void storePacked(KB &k, Value qi, bool isSigned, ArrayRef<Value> outs,
                         Value mask, bool clamped = true, bool offset128 = false,
                         bool interleaved64 = false,
