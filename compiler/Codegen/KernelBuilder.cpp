@@ -22,10 +22,15 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 
 using namespace mlir;
 using namespace qatc::codegen;
+
+/// 1.5 * 2^23 and its bits. Its ulp is 1 for +-2^22 around it, so adding it
+/// to an f32 rounds that to an integer, which the sum's bits less
+/// kMagicBits then hold: no fptosi, whose NaN is poison.
+static constexpr float kMagic = 12582912.f;
+static constexpr int32_t kMagicBits = 0x4B400000;
 
 KB::KB(OpBuilder &b, Location loc, Value arena, Value weights, Value share,
        Value nthreads)
@@ -534,14 +539,11 @@ Value KB::quantizeRounded(Value y, float scale, int64_t zp) {
   // 1.5 * 2^23 plus an even integer is even, so rounding half to even
   // after adding it is rounding the product half to even, then adding; the
   // zero point's odd bit is added to the integer.
-  const float magic = 12582912.f;
   const int64_t odd = zp & 1, even = zp - odd;
   Value v = b.create<math::FmaOp>(loc, y, floatLike(t, 1.f / scale),
-                                  floatLike(t, magic + float(even)));
-  int32_t magicBits;
-  std::memcpy(&magicBits, &magic, 4);
+                                  floatLike(t, kMagic + float(even)));
   return b.create<arith::SubIOp>(loc, b.create<arith::BitcastOp>(loc, ti32, v),
-                                 intLike(ti32, magicBits - odd));
+                                 intLike(ti32, kMagicBits - odd));
 }
 
 Value KB::roundToI32(Value q) {
@@ -600,22 +602,18 @@ Value KB::quantizeApproximate(Value y, float scale, int64_t zp, int64_t qmin,
 }
 
 /// 2^k for an f32 vector `k` of integers in [-126, 127], built from its
-/// bits: the biased exponent k + 127 is read from the bits of k + 1.5 *
-/// 2^23 (whose low bits hold k) less those of 1.5 * 2^23 - 127, so no
-/// fptosi (poison for NaN) is needed.
+/// bits: the biased exponent k + 127 is read from the bits of k + kMagic
+/// less kMagicBits - 127.
 static Value pow2Bits(KB &k, Value e) {
   OpBuilder &b = k.b;
   auto vt = cast<VectorType>(e.getType());
   int64_t n = vt.getNumElements();
   auto vi = VectorType::get({n}, k.i32);
-  const float magic = 12582912.f;
   Value biased = b.create<arith::SubIOp>(
       k.loc,
       b.create<arith::BitcastOp>(
-          k.loc, vi, b.create<arith::AddFOp>(k.loc, e, k.splatF(magic, n))),
-      b.create<arith::SubIOp>(
-          k.loc, b.create<arith::BitcastOp>(k.loc, vi, k.splatF(magic, n)),
-          k.splatI(127, n, k.i32)));
+          k.loc, vi, b.create<arith::AddFOp>(k.loc, e, k.splatF(kMagic, n))),
+      k.splatI(kMagicBits - 127, n, k.i32));
   return b.create<arith::BitcastOp>(
       k.loc, vt,
       b.create<arith::ShLIOp>(k.loc, biased, k.splatI(23, n, k.i32)));
@@ -677,17 +675,15 @@ Value KB::expOf(Value x, bool negated) {
     // y * 2^k2 without vscalefps: k2 (in [-150, 128]) in two halves, each a
     // normal power of two. y * 2^h1 is exact (y in [0.7, 1.5]), and the
     // second product rounds once, underflowing gradually or overflowing to
-    // inf, as one scaling would. k2 is read from the bits of k2 + 1.5 * 2^23
-    // (its low bits hold k2): no fptosi, whose NaN is poison.
+    // inf, as one scaling would. k2 is read from the bits of k2 + kMagic.
     auto vi = VectorType::get({n}, i32);
-    const float magic = 12582912.f;
     if (negated) // k2 in [-126, 127]: one normal power of two.
       return b.create<arith::MulFOp>(loc, y, pow2Bits(*this, k2));
     Value ki = b.create<arith::SubIOp>(
         loc,
         b.create<arith::BitcastOp>(loc, vi,
-                                   b.create<arith::AddFOp>(loc, k2, c(magic))),
-        b.create<arith::BitcastOp>(loc, vi, c(magic)));
+                                   b.create<arith::AddFOp>(loc, k2, c(kMagic))),
+        splatI(kMagicBits, n, i32));
     Value h1 = b.create<arith::ShRSIOp>(loc, ki, splatI(1, n, i32));
     Value h2 = b.create<arith::SubIOp>(loc, ki, h1);
     auto pow2 = [&](Value h) -> Value {
