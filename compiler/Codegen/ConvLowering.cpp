@@ -148,6 +148,17 @@ DenseConvSpec GraphLowering::packDense(
   if (s.splitPairs && target.isa == Isa::AVX2 && s.inputAbove128 &&
       !s.packedInArena && s.corrOff >= 0)
     chooseBytePairs(s);
+  // A 3-channel image in 4-byte pixels: a quarter of the K steps multiply
+  // padding. The patches hold 3 bytes per tap, so ResNet's 7x7 stem takes
+  // 37 K steps where it took 49. AMD family 25 model 1, 1 thread: the 7x7
+  // stride-2 stem 3->64 at 224 2.75 -> 2.20 ms (fastest of 12); whole
+  // plans, paired: SqueezeNet 0.940, GoogLeNet 0.94, ResNet-18 0.977.
+  // Only where the products cost two multiplies per 32 (emitDot4Split,
+  // emitDot4Bytes): AVX-512's 7x7 stems took 6-12 % longer from patches
+  // (uncompacted), and are not measured compacted.
+  s.compactTaps = s.int8 && dotSumsPairs(target.isa) && !s.packedInArena &&
+                  !s.KC && s.foldsRows() && s.DH == 1 && s.KW * s.inCS <= 64 &&
+                  (s.KH * s.KW * s.IC + 3) / 4 < s.KH * s.KW * s.kSteps();
   const int64_t NB = s.NV * 16, blocks = (s.OC + NB - 1) / NB;
   s.interleaved = s.int8 && hasAvx512(target.isa) && NB == 64 &&
                   s.OC % 64 == 0 && s.ep.quantOut && !s.ep.resF32 &&
@@ -163,11 +174,17 @@ DenseConvSpec GraphLowering::packDense(
   // the K loop, which short loops felt (conv1x1 16->96 at 112x112, 1x32
   // tiles, fastest of 12 runs, AMD family 25 model 1: 0.98 -> 0.87 ms),
   // and take half the registers (3x32 tiles: 0.62 ms).
-  const int64_t KS = s.kSteps(), step = s.int8 ? 4 : 1;
+  // Compact taps pack as one tap of the window's K steps.
+  const int64_t taps = s.compactTaps ? 1 : s.KH * s.KW;
+  const int64_t KS = s.windowSteps() / taps, step = s.int8 ? 4 : 1;
   auto index = [&](int64_t oc, int64_t kh, int64_t kw, int64_t ic) {
     int64_t slot = s.interleaved ? interleave64Index(oc) : oc;
-    int64_t stepBase =
-        (((oc / NB * s.KH + kh) * s.KW + kw) * KS + ic / step) * NB * step;
+    int64_t tap = kh * s.KW + kw;
+    if (s.compactTaps) {
+      ic += tap * s.IC;
+      tap = 0;
+    }
+    int64_t stepBase = ((oc / NB * taps + tap) * KS + ic / step) * NB * step;
     if (s.splitPairs)
       return stepBase + slot % NB / 16 * 64 +
              splitPairIndex(slot % 16, ic % step);
@@ -175,14 +192,16 @@ DenseConvSpec GraphLowering::packDense(
   };
   std::vector<int8_t> packed8;
   std::vector<float> packedF;
-  (s.int8 ? packed8.resize(blocks * s.KH * s.KW * KS * NB * step)
-          : packedF.resize(blocks * s.KH * s.KW * KS * NB));
+  (s.int8 ? packed8.resize(blocks * taps * KS * NB * step)
+          : packedF.resize(blocks * taps * KS * NB));
   // Each output channel's weight sum, for bytePairs' zero-point terms.
   std::vector<int64_t> sums(s.bytePairs ? s.OC : 0, 0);
   for (int64_t oc = 0; oc < s.OC; ++oc)
     for (int64_t kh = 0; kh < s.KH; ++kh)
       for (int64_t kw = 0; kw < s.KW; ++kw)
-        for (int64_t ic = 0; ic < KS * step; ++ic) {
+        for (int64_t ic = 0; ic < s.kSteps() * step; ++ic) {
+          if (s.compactTaps && ic >= s.IC)
+            continue;
           double w = weightAt(oc, ic, kh, kw);
           if (s.bytePairs)
             sums[oc] += static_cast<int64_t>(w);
@@ -213,7 +232,9 @@ std::string GraphLowering::denseKernelName(const DenseConvSpec &s) const {
                         : s.bytePairs                ? "int8-maddubs"
                                                      : "int8-generic";
   return isaName + "-conv " + std::to_string(s.MR) + "x" +
-         std::to_string(s.NV * 16) + s.ep.chainName;
+         std::to_string(s.NV * 16) +
+         (s.compactTaps ? " " + std::to_string(s.IC) + "-channel taps" : "") +
+         s.ep.chainName;
 }
 
 bool GraphLowering::amxConv(
@@ -412,8 +433,7 @@ LogicalResult GraphLowering::denseConv(
   // read the other core's channel half of every row before.
   const int64_t NB = s.NV * 16, blocks = (s.OC + NB - 1) / NB;
   const int64_t tiles = (s.N * s.OH * s.OW + s.MR - 1) / s.MR;
-  s.splitPixels =
-      blocks * s.KH * s.KW * s.kSteps() * NB * 4 <= 256 * 1024 && tiles >= 4;
+  s.splitPixels = blocks * s.windowSteps() * NB * 4 <= 256 * 1024 && tiles >= 4;
   std::string kernel = denseKernelName(s);
   std::vector<int> ins = {in}, outs = {outT};
   if (residual >= 0)

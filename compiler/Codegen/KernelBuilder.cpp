@@ -1574,7 +1574,7 @@ void qatc::codegen::emitDenseConv(KB &k, Isa isa, const DenseConvSpec &s) {
   const int64_t blocks = (s.OC + NB - 1) / NB;
   // K steps per tap: dwords of 4 channels (int8) or single floats.
   const int64_t KS = s.kSteps();
-  const int64_t blockBytes = s.KH * s.KW * KS * NB * 4;
+  const int64_t blockBytes = s.windowSteps() * NB * 4;
   auto accType = VectorType::get({16}, s.int8 ? k.i32 : k.f32);
   // Each accumulator holds 16 whole sums, not dotAccInit's pair halves.
   const bool wholeSums = s.splitPairs || s.bytePairs;
@@ -1598,13 +1598,30 @@ void qatc::codegen::emitDenseConv(KB &k, Isa isa, const DenseConvSpec &s) {
   // ms, ShuffleNetV2's 0.109 -> 0.073, MobileNetV3-small's 0.128 -> 0.094.
   // Not for larger windows: the 7x7 stems (6x64 tiles, 49 K steps) took
   // 6-12 % longer.
-  const int64_t windowSteps = s.KH * s.KW * KS;
+  const int64_t windowSteps = s.windowSteps();
   const int64_t rowBytes = s.KW * inPixelBytes;
   const bool patches = s.copiesWindows();
   const int64_t rowCopy = rowBytes <= 16 ? 16 : rowBytes <= 32 ? 32 : 64;
+  // A tap's and a kernel row's bytes in a patch.
+  const int64_t tapBytes = s.compactTaps ? s.IC : inPixelBytes;
+  const int64_t patchRow = s.KW * tapBytes;
   const int64_t patchBytes =
-      (std::max(windowSteps * 4, (s.KH - 1) * rowBytes + rowCopy) + 15) / 16 *
+      (std::max(windowSteps * 4, (s.KH - 1) * patchRow + rowCopy) + 15) / 16 *
       16;
+  // A kernel row's rowCopy bytes, its taps' channels moved together where
+  // the taps are compact (the bytes past them are overwritten by the next
+  // row's, or lie in the patch's slack).
+  auto copyRow = [&](Value src, Value dst) {
+    auto vRow = VectorType::get({rowCopy}, k.i8);
+    Value row = k.load(vRow, src);
+    if (s.compactTaps) {
+      SmallVector<int64_t> from;
+      for (int64_t i = 0; i < rowCopy; ++i)
+        from.push_back(i < patchRow ? i / s.IC * inPixelBytes + i % s.IC : i);
+      row = b.create<vector::ShuffleOp>(k.loc, row, row, from);
+    }
+    k.store(row, dst);
+  };
   // (Before any loop or branch: their regions are not yet in the function
   // while they are built.)
   Value buf = patches ? k.entryAlloca(s.MR * patchBytes) : Value();
@@ -1730,7 +1747,6 @@ void qatc::codegen::emitDenseConv(KB &k, Isa isa, const DenseConvSpec &s) {
         // first's, with no check each: MobileNetV3-small's stem (16-pixel
         // tiles of 16 channels) 0.083 -> 0.073 ms, ShuffleNetV2's 0.076 ->
         // 0.065.
-        auto vRow = VectorType::get({rowCopy}, k.i8);
         auto vTap = VectorType::get({inPixelBytes}, k.i8);
         const int64_t span = (mr - 1) * s.SW;
         Value oneRow =
@@ -1739,22 +1755,18 @@ void qatc::codegen::emitDenseConv(KB &k, Isa isa, const DenseConvSpec &s) {
           auto each = [&] {
             for (int64_t m = 0; m < mr; ++m) {
               Value ih = k.add(ih0[m], k.c(kh));
-              Value dst = k.gep(buf, m * patchBytes + kh * rowBytes);
+              Value dst = k.gep(buf, m * patchBytes + kh * patchRow);
               Value inside =
                   k.andi(k.lt(ih, k.c(s.H)), k.lt(iw0[m], k.c(s.W - s.KW + 1)));
               k.ifElse(
                   inside,
-                  [&] {
-                    k.store(
-                        k.load(vRow, pixelPointer(k, s, img[m], ih, iw0[m])),
-                        dst);
-                  },
+                  [&] { copyRow(pixelPointer(k, s, img[m], ih, iw0[m]), dst); },
                   [&] {
                     for (int64_t kw = 0; kw < s.KW; ++kw) {
                       Value iw = k.add(iw0[m], k.c(kw));
                       Value src = tapPointer(k, s, img[m], ih, iw,
                                              k.lt(ih, k.c(s.H)), padRow);
-                      k.store(k.load(vTap, src), k.gep(dst, kw * inPixelBytes));
+                      k.store(k.load(vTap, src), k.gep(dst, kw * tapBytes));
                     }
                   });
             }
@@ -1772,8 +1784,8 @@ void qatc::codegen::emitDenseConv(KB &k, Isa isa, const DenseConvSpec &s) {
               [&] {
                 Value first = pixelPointer(k, s, img[0], ih, iw0[0]);
                 for (int64_t m = 0; m < mr; ++m)
-                  k.store(k.load(vRow, k.gep(first, m * s.SW * inPixelBytes)),
-                          k.gep(buf, m * patchBytes + kh * rowBytes));
+                  copyRow(k.gep(first, m * s.SW * inPixelBytes),
+                          k.gep(buf, m * patchBytes + kh * patchRow));
               },
               each);
         }

@@ -528,12 +528,21 @@ struct DenseConvSpec : ConvSpec {
     return !pointwise() && DW == 1 && KW > 1 && KW <= W && kSteps() <= 8 &&
            inCS * (int8 ? 1 : 4) == kSteps() * 4;
   }
-  /// An int8 window of up to 16 K steps whose rows fold, each row at most
-  /// 64 bytes: each tile copies its pixels' windows into patches
-  /// (emitDenseConv), reading up to 64 bytes past a row's last pixel.
+  /// The patches hold each tap's IC channels back to back, not inCS apart
+  /// (a 3-channel image in 4-byte pixels), and the weights are packed as
+  /// one tap of windowSteps() K steps over them (packDense).
+  bool compactTaps = false;
+  /// K steps over a whole window.
+  int64_t windowSteps() const {
+    return compactTaps ? (KH * KW * IC + 3) / 4 : KH * KW * kSteps();
+  }
+  /// An int8 window of up to 16 K steps (or of compactTaps) whose rows fold,
+  /// each row at most 64 bytes: each tile copies its pixels' windows into
+  /// patches (emitDenseConv), reading up to 64 bytes past a row's last
+  /// pixel.
   bool copiesWindows() const {
-    return int8 && foldsRows() && KH * KW * kSteps() <= 16 && DH == 1 &&
-           KW * inCS <= 64;
+    return int8 && foldsRows() && (compactTaps || KH * KW * kSteps() <= 16) &&
+           DH == 1 && KW * inCS <= 64;
   }
   /// The (channel block, pixel tile) pairs the threads share.
   int64_t workItems() const {
