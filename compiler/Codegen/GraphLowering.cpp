@@ -635,11 +635,8 @@ int64_t GraphLowering::storedFloor(Value v) {
                      least = std::min(least, storedFloor(in));
                    return least;
                  })
-                 // A float Relu's output (never NaN: the reference's
-                 // v > 0 ? v : 0).
                  .Case([&](qat::QuantizeOp op) {
-                   return floorAtZero(static_cast<bool>(
-                       op->getOperand(0).getDefiningOp<onnx::ReluOp>()));
+                   return floorAtZero(nonNegativeFloat(op->getOperand(0)));
                  })
                  // Means (padding counts as 0) and rescalings of
                  // non-negative values.
@@ -651,6 +648,50 @@ int64_t GraphLowering::storedFloor(Value v) {
   floor = std::max(floor, q.qmin);
   floors[v] = floor;
   return floor;
+}
+
+bool GraphLowering::nonNegativeFloat(Value v) {
+  if (auto it = nonNegatives.find(v); it != nonNegatives.end())
+    return it->second;
+  // Not yet known while the producers are visited: no cycle reaches here in
+  // a graph, but a false guess is the safe one.
+  nonNegatives[v] = false;
+  auto clampsAtZero = [](std::optional<qat::ClampAttr> c) {
+    return c && *c && c->getMin() >= 0;
+  };
+  Operation *def = v.getDefiningOp();
+  bool result =
+      def &&
+      llvm::TypeSwitch<Operation *, bool>(def)
+          // The reference's v > 0 ? v : 0: never NaN.
+          .Case([&](onnx::ReluOp) { return true; })
+          // f32 results of int8 kernels: finite sums, the epilogue's last
+          // clamp (after the residual, if any).
+          .Case<qat::ConvOp, qat::MatMulOp>([&](auto op) {
+            return clampsAtZero(op.getResidual() ? op.getResidualActivation()
+                                                 : op.getActivation());
+          })
+          .Case<qat::AddOp, qat::MulOp>(
+              [&](auto op) { return clampsAtZero(op.getActivation()); })
+          .Case([&](qat::DequantizeOp op) {
+            Value in = op->getOperand(0);
+            return storedFloor(in) >=
+                   storedQuant(qat::QuantLayout(in.getType())).zp;
+          })
+          .Case<onnx::ReshapeOp, onnx::TransposeOp, onnx::SliceOp,
+                onnx::SplitOp, onnx::FlattenOp, onnx::SqueezeOp,
+                onnx::UnsqueezeOp, onnx::IdentityOp, onnx::MaxPoolOp,
+                onnx::AveragePoolOp, onnx::GlobalAveragePoolOp>(
+              [&](Operation *op) {
+                return nonNegativeFloat(op->getOperand(0));
+              })
+          .Case([&](onnx::ConcatOp c) {
+            return llvm::all_of(c->getOperands(),
+                                [&](Value in) { return nonNegativeFloat(in); });
+          })
+          .Default([](Operation *) { return false; });
+  nonNegatives[v] = result;
+  return result;
 }
 
 std::optional<std::pair<float, float>> GraphLowering::foldActivation(Value v,

@@ -588,6 +588,13 @@ private:
   /// the integers; pooling, data movement and requantization of such
   /// values). 0 for anything else.
   int64_t storedFloor(Value v);
+  /// The float `v` is never negative (nor NaN): a Relu's output, an int8
+  /// product's or sum's f32 result clamped at 0 in its epilogue, a
+  /// dequantized value at or above its zero point, and data movement,
+  /// concatenation, max pooling and means of such values. A quantization
+  /// of it then stores its zero point or more (storedFloor): ShuffleNetV2's
+  /// channel-shuffled concatenations of Relu outputs.
+  bool nonNegativeFloat(Value v);
   /// A float Relu/Clip that is the only user of `v`: folded into its
   /// producer's epilogue (its result is the producer's tensor `o`).
   std::optional<std::pair<float, float>> foldActivation(Value v, int o);
@@ -925,8 +932,9 @@ private:
   std::map<int, InputMap> inputMaps;
   llvm::DenseSet<Operation *> folded;
   llvm::DenseMap<Value, int64_t> constantOffsets;
-  /// storedFloor's results.
+  /// storedFloor's and nonNegativeFloat's results.
   llvm::DenseMap<Value, int64_t> floors;
+  llvm::DenseMap<Value, bool> nonNegatives;
   bool constantError = false;
   /// A buffer shared by concatenations and their inputs: channels (its
   /// channel stride) and its storage, made with the first slice.

@@ -235,3 +235,74 @@ func.func @main(%x: tensor<1x3x16x16xf32>) -> tensor<1x32x8x8xf32> {
   %dq2 = onnx.DequantizeLinear(%q2, %so, %z) : (tensor<1x32x8x8xui8>, tensor<f32>, tensor<ui8>) -> tensor<1x32x8x8xf32>
   return %dq2 : tensor<1x32x8x8xf32>
 }
+
+// -----
+
+// The Relu outputs of two convolutions, concatenated and transposed in f32
+// (ShuffleNetV2's channel shuffle), then quantized: never negative
+// (nonNegativeFloat), so stored at the zero point 0 or more, and the
+// convolution reading them takes vpmaddubsw.
+// CHECK-LABEL: func.func @qatc_layer_4(
+// CHECK-SAME: qatc.kernel = "int8-maddubs-conv 2x32"
+func.func @main(%x: tensor<1x8x4x4xf32>) -> tensor<1x32x4x4xf32> {
+  %s = onnx.Constant dense<0.05> : tensor<f32>
+  %z = onnx.Constant dense<0> : tensor<i8>
+  %so = onnx.Constant dense<0.1> : tensor<f32>
+  %ws = onnx.Constant dense<0.01> : tensor<16xf32>
+  %wz = onnx.Constant dense<0> : tensor<16xi8>
+  %wq = onnx.Constant dense<-127> : tensor<16x8x1x1xi8>
+  %ws2 = onnx.Constant dense<0.01> : tensor<32xf32>
+  %wz2 = onnx.Constant dense<0> : tensor<32xi8>
+  %wq2 = onnx.Constant dense<-128> : tensor<32x32x1x1xi8>
+  %q = onnx.QuantizeLinear(%x, %s, %z) : (tensor<1x8x4x4xf32>, tensor<f32>, tensor<i8>) -> tensor<1x8x4x4xi8>
+  %dq = onnx.DequantizeLinear(%q, %s, %z) : (tensor<1x8x4x4xi8>, tensor<f32>, tensor<i8>) -> tensor<1x8x4x4xf32>
+  %w = onnx.DequantizeLinear(%wq, %ws, %wz) {axis = 0 : i64} : (tensor<16x8x1x1xi8>, tensor<16xf32>, tensor<16xi8>) -> tensor<16x8x1x1xf32>
+  %ca = onnx.Conv(%dq, %w) {group = 1 : i64, kernel_shape = array<i64: 1, 1>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : (tensor<1x8x4x4xf32>, tensor<16x8x1x1xf32>) -> tensor<1x16x4x4xf32> loc("a")
+  %ra = onnx.Relu(%ca) : (tensor<1x16x4x4xf32>) -> tensor<1x16x4x4xf32>
+  %cb = onnx.Conv(%dq, %w) {group = 1 : i64, kernel_shape = array<i64: 1, 1>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : (tensor<1x8x4x4xf32>, tensor<16x8x1x1xf32>) -> tensor<1x16x4x4xf32> loc("b")
+  %rb = onnx.Relu(%cb) : (tensor<1x16x4x4xf32>) -> tensor<1x16x4x4xf32>
+  %cat = onnx.Concat(%ra, %rb) {axis = 1 : i64} : (tensor<1x16x4x4xf32>, tensor<1x16x4x4xf32>) -> tensor<1x32x4x4xf32>
+  %t = onnx.Transpose(%cat) {perm = array<i64: 0, 1, 3, 2>} : (tensor<1x32x4x4xf32>) -> tensor<1x32x4x4xf32>
+  %q2 = onnx.QuantizeLinear(%t, %so, %z) : (tensor<1x32x4x4xf32>, tensor<f32>, tensor<i8>) -> tensor<1x32x4x4xi8>
+  %dq2 = onnx.DequantizeLinear(%q2, %so, %z) : (tensor<1x32x4x4xi8>, tensor<f32>, tensor<i8>) -> tensor<1x32x4x4xf32>
+  %w2 = onnx.DequantizeLinear(%wq2, %ws2, %wz2) {axis = 0 : i64} : (tensor<32x32x1x1xi8>, tensor<32xf32>, tensor<32xi8>) -> tensor<32x32x1x1xf32>
+  %c2 = onnx.Conv(%dq2, %w2) {group = 1 : i64, kernel_shape = array<i64: 1, 1>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : (tensor<1x32x4x4xf32>, tensor<32x32x1x1xf32>) -> tensor<1x32x4x4xf32> loc("shuffled")
+  %q3 = onnx.QuantizeLinear(%c2, %so, %z) : (tensor<1x32x4x4xf32>, tensor<f32>, tensor<i8>) -> tensor<1x32x4x4xi8>
+  %dq3 = onnx.DequantizeLinear(%q3, %so, %z) : (tensor<1x32x4x4xi8>, tensor<f32>, tensor<i8>) -> tensor<1x32x4x4xf32>
+  return %dq3 : tensor<1x32x4x4xf32>
+}
+
+// -----
+
+// The same with one input of the concatenation not through a Relu: the
+// quantized values may be negative, and the convolution keeps
+// emitDot4Split.
+// CHECK-LABEL: func.func @qatc_layer_4(
+// CHECK-SAME: qatc.kernel = "int8-generic-conv 3x32"
+func.func @main(%x: tensor<1x8x4x4xf32>) -> tensor<1x32x4x4xf32> {
+  %s = onnx.Constant dense<0.05> : tensor<f32>
+  %z = onnx.Constant dense<0> : tensor<i8>
+  %so = onnx.Constant dense<0.1> : tensor<f32>
+  %ws = onnx.Constant dense<0.01> : tensor<16xf32>
+  %wz = onnx.Constant dense<0> : tensor<16xi8>
+  %wq = onnx.Constant dense<-127> : tensor<16x8x1x1xi8>
+  %ws2 = onnx.Constant dense<0.01> : tensor<32xf32>
+  %wz2 = onnx.Constant dense<0> : tensor<32xi8>
+  %wq2 = onnx.Constant dense<-128> : tensor<32x32x1x1xi8>
+  %q = onnx.QuantizeLinear(%x, %s, %z) : (tensor<1x8x4x4xf32>, tensor<f32>, tensor<i8>) -> tensor<1x8x4x4xi8>
+  %dq = onnx.DequantizeLinear(%q, %s, %z) : (tensor<1x8x4x4xi8>, tensor<f32>, tensor<i8>) -> tensor<1x8x4x4xf32>
+  %w = onnx.DequantizeLinear(%wq, %ws, %wz) {axis = 0 : i64} : (tensor<16x8x1x1xi8>, tensor<16xf32>, tensor<16xi8>) -> tensor<16x8x1x1xf32>
+  %ca = onnx.Conv(%dq, %w) {group = 1 : i64, kernel_shape = array<i64: 1, 1>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : (tensor<1x8x4x4xf32>, tensor<16x8x1x1xf32>) -> tensor<1x16x4x4xf32> loc("a")
+  %ra = onnx.Relu(%ca) : (tensor<1x16x4x4xf32>) -> tensor<1x16x4x4xf32>
+  %cb = onnx.Conv(%dq, %w) {group = 1 : i64, kernel_shape = array<i64: 1, 1>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : (tensor<1x8x4x4xf32>, tensor<16x8x1x1xf32>) -> tensor<1x16x4x4xf32> loc("b")
+  %rb = onnx.Relu(%cb) : (tensor<1x16x4x4xf32>) -> tensor<1x16x4x4xf32>
+  %cat = onnx.Concat(%ra, %cb) {axis = 1 : i64} : (tensor<1x16x4x4xf32>, tensor<1x16x4x4xf32>) -> tensor<1x32x4x4xf32>
+  %t = onnx.Transpose(%cat) {perm = array<i64: 0, 1, 3, 2>} : (tensor<1x32x4x4xf32>) -> tensor<1x32x4x4xf32>
+  %q2 = onnx.QuantizeLinear(%t, %so, %z) : (tensor<1x32x4x4xf32>, tensor<f32>, tensor<i8>) -> tensor<1x32x4x4xi8>
+  %dq2 = onnx.DequantizeLinear(%q2, %so, %z) : (tensor<1x32x4x4xi8>, tensor<f32>, tensor<i8>) -> tensor<1x32x4x4xf32>
+  %w2 = onnx.DequantizeLinear(%wq2, %ws2, %wz2) {axis = 0 : i64} : (tensor<32x32x1x1xi8>, tensor<32xf32>, tensor<32xi8>) -> tensor<32x32x1x1xf32>
+  %c2 = onnx.Conv(%dq2, %w2) {group = 1 : i64, kernel_shape = array<i64: 1, 1>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : (tensor<1x32x4x4xf32>, tensor<32x32x1x1xf32>) -> tensor<1x32x4x4xf32> loc("shuffled")
+  %q3 = onnx.QuantizeLinear(%c2, %so, %z) : (tensor<1x32x4x4xf32>, tensor<f32>, tensor<i8>) -> tensor<1x32x4x4xi8>
+  %dq3 = onnx.DequantizeLinear(%q3, %so, %z) : (tensor<1x32x4x4xi8>, tensor<f32>, tensor<i8>) -> tensor<1x32x4x4xf32>
+  return %dq3 : tensor<1x32x4x4xf32>
+}
