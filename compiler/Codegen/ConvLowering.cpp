@@ -125,18 +125,19 @@ int64_t GraphLowering::tileRows(const DenseConvSpec &s, int64_t nv) const {
   return nv >= 2 ? 2 : 4;
 }
 
-void GraphLowering::chooseBytePairs(DenseConvSpec &s) const {
+void GraphLowering::chooseBytePairs(DenseConvSpec &s, bool signedBytes) const {
   // vpmaddubsw takes three instructions per 32 products where
   // emitDot4Split takes about five (the pair split, the weights' widening,
   // twice the vpaddd); both issue two multiplies per 32 products. Fastest
   // of 12 runs, AMD family 25 model 1: conv3x3 64->64 at 56x56 1.97 ->
   // 1.39-1.44 ms, 512 at 7x7 1.94 -> 1.38-1.49, conv1x1 1024->256 at 14x14
   // 0.85 -> 0.62-0.68. It would saturate on the signed values of other
-  // inputs; |q| times the weights with q's sign (vpsignb) is exact for
-  // weights above -128 but was no faster than emitDot4Split (2.07 against
-  // 1.97 ms), and stored u8 times the weights needs 7-bit weights.
-  // packDense moves the zero-point terms to q's.
+  // inputs; |q| times the weights with q's sign (vpsignb, `signedBytes`)
+  // is exact for weights above -128 but was no faster than emitDot4Split
+  // there (2.07 against 1.97 ms), and stored u8 times the weights needs
+  // 7-bit weights. packDense moves the zero-point terms to q's.
   s.bytePairs = true;
+  s.signedBytes = signedBytes;
   s.splitPairs = false;
   s.MR = tileRows(s, s.NV);
 }
@@ -145,9 +146,6 @@ DenseConvSpec GraphLowering::packDense(
     DenseConvSpec s,
     std::function<double(int64_t, int64_t, int64_t, int64_t)> weightAt) {
   chooseTile(s);
-  if (s.splitPairs && target.isa == Isa::AVX2 && s.inputAbove128 &&
-      !s.packedInArena && s.corrOff >= 0)
-    chooseBytePairs(s);
   // A 3-channel image in 4-byte pixels: a quarter of the K steps multiply
   // padding. The patches hold 3 bytes per tap, so ResNet's 7x7 stem takes
   // 37 K steps where it took 49. AMD family 25 model 1, 1 thread: the 7x7
@@ -159,6 +157,28 @@ DenseConvSpec GraphLowering::packDense(
   s.compactTaps = s.int8 && dotSumsPairs(target.isa) && !s.packedInArena &&
                   !s.KC && s.foldsRows() && s.DH == 1 && s.KW * s.inCS <= 64 &&
                   (s.KH * s.KW * s.IC + 3) / 4 < s.KH * s.KW * s.kSteps();
+  // The compact stems on AVX2 take vpmaddubsw over any input through
+  // vpsignb (emitDot4Bytes' `sign`) where no weight is -128: 2x32 tiles
+  // that keep their weights in registers, where emitDot4Split's 3x32 ones
+  // spill. Paired, AMD family 25 model 1: SqueezeNet 0.963 of its time
+  // (3 of 3 blocks), ResNet-18 0.96-0.985; the stem kernel alone (64
+  // channels) within the noise.
+  auto noMinus128 = [&] {
+    for (int64_t oc = 0; oc < s.OC; ++oc)
+      for (int64_t kh = 0; kh < s.KH; ++kh)
+        for (int64_t kw = 0; kw < s.KW; ++kw)
+          for (int64_t ic = 0; ic < s.IC; ++ic)
+            if (weightAt(oc, ic, kh, kw) == -128)
+              return false;
+    return true;
+  };
+  if (s.splitPairs && target.isa == Isa::AVX2 && !s.packedInArena &&
+      s.corrOff >= 0) {
+    if (s.inputAbove128)
+      chooseBytePairs(s, /*signedBytes=*/false);
+    else if (s.compactTaps && noMinus128())
+      chooseBytePairs(s, /*signedBytes=*/true);
+  }
   const int64_t NB = s.NV * 16, blocks = (s.OC + NB - 1) / NB;
   s.interleaved = s.int8 && hasAvx512(target.isa) && NB == 64 &&
                   s.OC % 64 == 0 && s.ep.quantOut && !s.ep.resF32 &&
@@ -229,6 +249,7 @@ std::string GraphLowering::denseKernelName(const DenseConvSpec &s) const {
   std::string isaName = !s.int8                      ? "fp32-fma"
                         : hasAvx512(target.isa)      ? "vnni"
                         : target.isa == Isa::AVXVNNI ? "avxvnni"
+                        : s.signedBytes              ? "int8-sign-maddubs"
                         : s.bytePairs                ? "int8-maddubs"
                                                      : "int8-generic";
   return isaName + "-conv " + std::to_string(s.MR) + "x" +

@@ -586,7 +586,8 @@ private:
   /// can hold: its type's, or its zero point where the ops that compute it
   /// prove its real values non-negative (a clamp at 0 in an epilogue or on
   /// the integers; pooling, data movement and requantization of such
-  /// values). 0 for anything else.
+  /// values; a quantization of a nonNegativeFloat value). 0 for anything
+  /// else.
   int64_t storedFloor(Value v);
   /// The float `v` is never negative (nor NaN): a Relu's output, an int8
   /// product's or sum's f32 result clamped at 0 in its epilogue, a
@@ -828,8 +829,8 @@ private:
                      ArrayRef<Value>)>
   rowSoftmaxEpilogue(const FoldedChain &sm, int o, int64_t N,
                      const Epilogue &ep);
-  /// Sets `s.bytePairs` and its tile.
-  void chooseBytePairs(DenseConvSpec &s) const;
+  /// Sets `s.bytePairs` (and `s.signedBytes`) and its tile.
+  void chooseBytePairs(DenseConvSpec &s, bool signedBytes) const;
   /// Picks the tile of `s` and packs `weightAt(oc, ic, kh, kw)` for it
   /// (zero beyond the real channels).
   DenseConvSpec

@@ -1055,7 +1055,8 @@ Value qatc::codegen::emitDot4Split(KB &k, Isa isa, Value acc,
       });
 }
 
-Value qatc::codegen::emitDot4Bytes(KB &k, Value acc, Value q, Value w) {
+Value qatc::codegen::emitDot4Bytes(KB &k, Value acc, Value q, Value w,
+                                   Value sign) {
   OpBuilder &b = k.b;
   auto v16i16 = VectorType::get({16}, b.getI16Type());
   Value w8 = b.create<vector::BitCastOp>(k.loc, VectorType::get({64}, k.i8), w);
@@ -1063,9 +1064,15 @@ Value qatc::codegen::emitDot4Bytes(KB &k, Value acc, Value q, Value w) {
   // A ymm of 8 outputs' 4 bytes at a time.
   SmallVector<Value> sums;
   for (int64_t h = 0; h < 2; ++h) {
-    Value pairs = b.create<LLVM::CallIntrinsicOp>(
-                       k.loc, v16i16, "llvm.x86.avx2.pmadd.ub.sw",
-                       ValueRange{q, k.slice(w8, h, 32)})
+    Value wh = k.slice(w8, h, 32);
+    if (sign)
+      wh = b.create<LLVM::CallIntrinsicOp>(k.loc, wh.getType(),
+                                           "llvm.x86.avx2.psign.b",
+                                           ValueRange{wh, sign})
+               .getResult(0);
+    Value pairs = b.create<LLVM::CallIntrinsicOp>(k.loc, v16i16,
+                                                  "llvm.x86.avx2.pmadd.ub.sw",
+                                                  ValueRange{q, wh})
                       .getResult(0);
     sums.push_back(pmaddwd(k, Isa::AVX2, pairs, ones));
   }
@@ -1700,7 +1707,7 @@ void qatc::codegen::emitDenseConv(KB &k, Isa isa, const DenseConvSpec &s) {
                                          b.getI32IntegerAttr(2),
                                          b.getI32IntegerAttr(1));
               Value kOff = k.mul(ks, k.c(4));
-              SmallVector<Value> av, wv;
+              SmallVector<Value> av, wv, signs;
               SmallVector<std::pair<Value, Value>> pairs;
               for (int64_t m = 0; m < mr; ++m) {
                 Value a = k.load(s.int8 ? k.i32 : k.f32, k.gep(px[m], kOff));
@@ -1708,11 +1715,16 @@ void qatc::codegen::emitDenseConv(KB &k, Isa isa, const DenseConvSpec &s) {
                   pairs.push_back(splitPairs(k, isa, a));
                 } else if (s.bytePairs) {
                   // q = stored - 128: the top bit flipped.
-                  av.push_back(b.create<arith::XOrIOp>(
+                  Value q = b.create<arith::XOrIOp>(
                       k.loc,
                       b.create<vector::BitCastOp>(
                           k.loc, VectorType::get({32}, k.i8), k.splat(a, 8)),
-                      k.splatI(-128, 32, k.i8)));
+                      k.splatI(-128, 32, k.i8));
+                  if (s.signedBytes) {
+                    signs.push_back(q);
+                    q = b.create<math::AbsIOp>(k.loc, q);
+                  }
+                  av.push_back(q);
                 } else {
                   av.push_back(k.splat(a, 16));
                 }
@@ -1727,7 +1739,9 @@ void qatc::codegen::emitDenseConv(KB &k, Isa isa, const DenseConvSpec &s) {
                   if (s.splitPairs)
                     next.push_back(emitDot4Split(k, isa, acc, pairs[m], wv[v]));
                   else if (s.bytePairs)
-                    next.push_back(emitDot4Bytes(k, acc, av[m], wv[v]));
+                    next.push_back(
+                        emitDot4Bytes(k, acc, av[m], wv[v],
+                                      s.signedBytes ? signs[m] : Value()));
                   else
                     next.push_back(s.int8 ? emitDot4(k, isa, acc, av[m], wv[v])
                                           : b.create<vector::FMAOp>(

@@ -321,8 +321,12 @@ mlir::Value emitDot4Split(KB &k, Isa isa, mlir::Value acc,
 /// bytes, 4 per output, VNNI's order): vpmaddubsw (u8 x s8, each pair of
 /// products summed into a saturating i16) then vpmaddwd by ones (each
 /// dword's two pair sums into an i32). Exact for q under 128:
-/// |127 * -128 * 2| < 2^15.
-mlir::Value emitDot4Bytes(KB &k, mlir::Value acc, mlir::Value q, mlir::Value w);
+/// |127 * -128 * 2| < 2^15. Where `sign` is set, q holds |x| of the signed
+/// bytes `sign` (vpabsb: up to 128) and the weights take x's signs
+/// (vpsignb): x times the weights, exact where no weight is -128
+/// (|128 * 127 * 2| < 2^15; vpsignb cannot negate -128).
+mlir::Value emitDot4Bytes(KB &k, mlir::Value acc, mlir::Value q, mlir::Value w,
+                          mlir::Value sign = {});
 
 /// The requantizing / float epilogue of conv, matmul and add.
 struct Epilogue {
@@ -490,6 +494,9 @@ struct DenseConvSpec : ConvSpec {
   /// q = stored - 128, weights in VNNI order, zero-point terms for q
   /// (chooseBytePairs).
   bool bytePairs = false;
+  /// bytePairs over an input of any bytes: q = stored - 128 as signed
+  /// bytes, |q| times the weights with q's sign (emitDot4Bytes' `sign`).
+  bool signedBytes = false;
   /// Every stored byte of the input is 128 or more (set by the lowering).
   bool inputAbove128 = false;
   /// Set when the threads share a larger whole (a batched product's batches

@@ -211,12 +211,17 @@ func.func @main(%x: tensor<1x8x4x4xf32>) -> tensor<1x40x4x4xf32> {
 // pixels' windows into patches of 3 bytes per tap (each kernel row's 28
 // bytes shuffled to 21), and one K loop of ceil(147 / 4) = 37 steps reads
 // them, where the taps in place took 49. Taps in the padding are copied
-// one by one, 3 bytes apart.
+// one by one, 3 bytes apart. No weight is -128, so avx2 multiplies by
+// vpmaddubsw: |q| (q = stored - 128) times the weights with q's sign.
 // CHECK-LABEL: func.func @qatc_layer_1(
-// CHECK-SAME: qatc.kernel = "int8-generic-conv 3x32 3-channel taps"
+// CHECK-SAME: qatc.kernel = "int8-sign-maddubs-conv 2x32 3-channel taps"
 // CHECK: vector.shuffle %{{.*}}, %{{.*}} [0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, 16, 17, 18, 20, 21, 22, 24, 25, 26, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31] : vector<32xi8>, vector<32xi8>
 // CHECK: %[[STEPS:.*]] = arith.constant 37 : i64
 // CHECK: scf.for %{{.*}} = %{{.*}} to %[[STEPS]]
+// CHECK: %[[Q:.*]] = arith.xori %{{.*}}, %{{.*}} : vector<32xi8>
+// CHECK: %[[A:.*]] = math.absi %[[Q]] : vector<32xi8>
+// CHECK: %[[W:.*]] = llvm.call_intrinsic "llvm.x86.avx2.psign.b"(%{{.*}}, %[[Q]])
+// CHECK: llvm.call_intrinsic "llvm.x86.avx2.pmadd.ub.sw"(%[[A]], %[[W]])
 // CHECK: llvm.call_intrinsic "llvm.x86.avx2.pmadd.wd"
 // GENERIC: qatc.kernel = "int8-generic-conv 1x32 3-channel taps"
 func.func @main(%x: tensor<1x3x16x16xf32>) -> tensor<1x32x8x8xf32> {
@@ -226,6 +231,31 @@ func.func @main(%x: tensor<1x3x16x16xf32>) -> tensor<1x32x8x8xf32> {
   %ws = onnx.Constant dense<0.01> : tensor<32xf32>
   %wz = onnx.Constant dense<0> : tensor<32xi8>
   %wq = onnx.Constant dense<-127> : tensor<32x3x7x7xi8>
+  %b = onnx.Constant dense<0.5> : tensor<32xf32>
+  %q = onnx.QuantizeLinear(%x, %s, %z) : (tensor<1x3x16x16xf32>, tensor<f32>, tensor<ui8>) -> tensor<1x3x16x16xui8>
+  %dq = onnx.DequantizeLinear(%q, %s, %z) : (tensor<1x3x16x16xui8>, tensor<f32>, tensor<ui8>) -> tensor<1x3x16x16xf32>
+  %w = onnx.DequantizeLinear(%wq, %ws, %wz) {axis = 0 : i64} : (tensor<32x3x7x7xi8>, tensor<32xf32>, tensor<32xi8>) -> tensor<32x3x7x7xf32>
+  %c = onnx.Conv(%dq, %w, %b) {group = 1 : i64, kernel_shape = array<i64: 7, 7>, strides = array<i64: 2, 2>, pads = array<i64: 3, 3, 3, 3>, dilations = array<i64: 1, 1>} : (tensor<1x3x16x16xf32>, tensor<32x3x7x7xf32>, tensor<32xf32>) -> tensor<1x32x8x8xf32> loc("stem")
+  %q2 = onnx.QuantizeLinear(%c, %so, %z) : (tensor<1x32x8x8xf32>, tensor<f32>, tensor<ui8>) -> tensor<1x32x8x8xui8>
+  %dq2 = onnx.DequantizeLinear(%q2, %so, %z) : (tensor<1x32x8x8xui8>, tensor<f32>, tensor<ui8>) -> tensor<1x32x8x8xf32>
+  return %dq2 : tensor<1x32x8x8xf32>
+}
+
+// -----
+
+// The same stem with a weight of -128, which vpsignb cannot negate: avx2
+// keeps emitDot4Split (3x32 tiles) over the compact patches.
+// CHECK-LABEL: func.func @qatc_layer_1(
+// CHECK-SAME: qatc.kernel = "int8-generic-conv 3x32 3-channel taps"
+// CHECK-NOT: psign
+// CHECK: func.func @qatc_layer_2(
+func.func @main(%x: tensor<1x3x16x16xf32>) -> tensor<1x32x8x8xf32> {
+  %s = onnx.Constant dense<0.05> : tensor<f32>
+  %z = onnx.Constant dense<3> : tensor<ui8>
+  %so = onnx.Constant dense<0.1> : tensor<f32>
+  %ws = onnx.Constant dense<0.01> : tensor<32xf32>
+  %wz = onnx.Constant dense<0> : tensor<32xi8>
+  %wq = onnx.Constant dense<-128> : tensor<32x3x7x7xi8>
   %b = onnx.Constant dense<0.5> : tensor<32xf32>
   %q = onnx.QuantizeLinear(%x, %s, %z) : (tensor<1x3x16x16xf32>, tensor<f32>, tensor<ui8>) -> tensor<1x3x16x16xui8>
   %dq = onnx.DequantizeLinear(%q, %s, %z) : (tensor<1x3x16x16xui8>, tensor<f32>, tensor<ui8>) -> tensor<1x3x16x16xf32>
