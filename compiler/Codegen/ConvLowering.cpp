@@ -133,9 +133,9 @@ void GraphLowering::chooseBytePairs(DenseConvSpec &s, bool signedBytes) const {
   // 1.39-1.44 ms, 512 at 7x7 1.94 -> 1.38-1.49, conv1x1 1024->256 at 14x14
   // 0.85 -> 0.62-0.68. It would saturate on the signed values of other
   // inputs; |q| times the weights with q's sign (vpsignb, `signedBytes`)
-  // is exact for weights above -128 but was no faster than emitDot4Split
-  // there (2.07 against 1.97 ms), and stored u8 times the weights needs
-  // 7-bit weights. packDense moves the zero-point terms to q's.
+  // is exact for weights above -128 (packDense), and stored u8 times the
+  // weights needs 7-bit weights. packDense moves the zero-point terms to
+  // q's.
   s.bytePairs = true;
   s.signedBytes = signedBytes;
   s.splitPairs = false;
@@ -157,12 +157,14 @@ DenseConvSpec GraphLowering::packDense(
   s.compactTaps = s.int8 && dotSumsPairs(target.isa) && !s.packedInArena &&
                   !s.KC && s.foldsRows() && s.DH == 1 && s.KW * s.inCS <= 64 &&
                   (s.KH * s.KW * s.IC + 3) / 4 < s.KH * s.KW * s.kSteps();
-  // The compact stems on AVX2 take vpmaddubsw over any input through
-  // vpsignb (emitDot4Bytes' `sign`) where no weight is -128: 2x32 tiles
-  // that keep their weights in registers, where emitDot4Split's 3x32 ones
-  // spill. Paired, AMD family 25 model 1: SqueezeNet 0.963 of its time
-  // (3 of 3 blocks), ResNet-18 0.96-0.985; the stem kernel alone (64
-  // channels) within the noise.
+  // Inputs that may be negative take vpmaddubsw too, through vpsignb
+  // (emitDot4Bytes' `sign`), where no weight is -128: 2x32 tiles that keep
+  // their weights in registers, where emitDot4Split's 3x32 ones spill.
+  // AMD family 25 model 1, 1 thread, paired, the stems alone: SqueezeNet
+  // 0.963 of its time, ResNet-18 0.96-0.985; every such layer: the
+  // transformer 0.885, EfficientNet-B0 0.959, MobileNetV2 0.960,
+  // ShuffleNetV2 0.979, MobileNetV3-small 1.002 (conv3x3 64->64 alone had
+  // been 2.07 against 1.97 ms).
   auto noMinus128 = [&] {
     for (int64_t oc = 0; oc < s.OC; ++oc)
       for (int64_t kh = 0; kh < s.KH; ++kh)
@@ -176,7 +178,7 @@ DenseConvSpec GraphLowering::packDense(
       s.corrOff >= 0) {
     if (s.inputAbove128)
       chooseBytePairs(s, /*signedBytes=*/false);
-    else if (s.compactTaps && noMinus128())
+    else if (noMinus128())
       chooseBytePairs(s, /*signedBytes=*/true);
   }
   const int64_t NB = s.NV * 16, blocks = (s.OC + NB - 1) / NB;

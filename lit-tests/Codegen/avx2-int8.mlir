@@ -1,5 +1,7 @@
 // Tests of int8 kernels without VNNI (avx2; generic where it differs).
-// Dense convolutions (emitDot4Split): each K step's dword of 4 input bytes
+// Dense convolutions (emitDot4Split, on avx2 where a weight is -128, as in
+// the first cases: else vpmaddubsw over signed bytes, the stems below):
+// each K step's dword of 4 input bytes
 // is broadcast and split into i16 pairs (k0, k2) by a mask and (k1, k3) by
 // a shift; the weights, packed in that order, are widened to i16 and
 // multiplied by vpmaddwd, whose pair sums are then whole outputs' sums: 16
@@ -43,7 +45,7 @@ func.func @main(%x: tensor<1x8x4x4xf32>) -> tensor<1x32x4x4xf32> {
   %so = onnx.Constant dense<0.1> : tensor<f32>
   %ws = onnx.Constant dense<0.01> : tensor<32xf32>
   %wz = onnx.Constant dense<0> : tensor<32xi8>
-  %wq = onnx.Constant dense<-127> : tensor<32x8x1x1xi8>
+  %wq = onnx.Constant dense<-128> : tensor<32x8x1x1xi8>
   %b = onnx.Constant dense<0.5> : tensor<32xf32>
   %q = onnx.QuantizeLinear(%x, %s, %z) : (tensor<1x8x4x4xf32>, tensor<f32>, tensor<ui8>) -> tensor<1x8x4x4xui8>
   %dq = onnx.DequantizeLinear(%q, %s, %z) : (tensor<1x8x4x4xui8>, tensor<f32>, tensor<ui8>) -> tensor<1x8x4x4xf32>
@@ -158,7 +160,7 @@ func.func @main(%x: tensor<1x8x4x4xf32>) -> tensor<1x32x4x4xf32> {
   %so = onnx.Constant dense<0.1> : tensor<f32>
   %ws = onnx.Constant dense<0.01> : tensor<16xf32>
   %wz = onnx.Constant dense<0> : tensor<16xi8>
-  %wq = onnx.Constant dense<-127> : tensor<16x8x1x1xi8>
+  %wq = onnx.Constant dense<-128> : tensor<16x8x1x1xi8>
   %ws2 = onnx.Constant dense<0.01> : tensor<32xf32>
   %wz2 = onnx.Constant dense<0> : tensor<32xi8>
   %wq2 = onnx.Constant dense<-128> : tensor<32x16x3x3xi8>
@@ -195,7 +197,7 @@ func.func @main(%x: tensor<1x8x4x4xf32>) -> tensor<1x40x4x4xf32> {
   %so = onnx.Constant dense<0.1> : tensor<f32>
   %ws = onnx.Constant dense<0.01> : tensor<40xf32>
   %wz = onnx.Constant dense<0> : tensor<40xi8>
-  %wq = onnx.Constant dense<-127> : tensor<40x8x1x1xi8>
+  %wq = onnx.Constant dense<-128> : tensor<40x8x1x1xi8>
   %q = onnx.QuantizeLinear(%x, %s, %z) : (tensor<1x8x4x4xf32>, tensor<f32>, tensor<i8>) -> tensor<1x8x4x4xi8>
   %dq = onnx.DequantizeLinear(%q, %s, %z) : (tensor<1x8x4x4xi8>, tensor<f32>, tensor<i8>) -> tensor<1x8x4x4xf32>
   %w = onnx.DequantizeLinear(%wq, %ws, %wz) {axis = 0 : i64} : (tensor<40x8x1x1xi8>, tensor<40xf32>, tensor<40xi8>) -> tensor<40x8x1x1xf32>
@@ -280,7 +282,7 @@ func.func @main(%x: tensor<1x8x4x4xf32>) -> tensor<1x32x4x4xf32> {
   %so = onnx.Constant dense<0.1> : tensor<f32>
   %ws = onnx.Constant dense<0.01> : tensor<16xf32>
   %wz = onnx.Constant dense<0> : tensor<16xi8>
-  %wq = onnx.Constant dense<-127> : tensor<16x8x1x1xi8>
+  %wq = onnx.Constant dense<-128> : tensor<16x8x1x1xi8>
   %ws2 = onnx.Constant dense<0.01> : tensor<32xf32>
   %wz2 = onnx.Constant dense<0> : tensor<32xi8>
   %wq2 = onnx.Constant dense<-128> : tensor<32x32x1x1xi8>
@@ -315,7 +317,7 @@ func.func @main(%x: tensor<1x8x4x4xf32>) -> tensor<1x32x4x4xf32> {
   %so = onnx.Constant dense<0.1> : tensor<f32>
   %ws = onnx.Constant dense<0.01> : tensor<16xf32>
   %wz = onnx.Constant dense<0> : tensor<16xi8>
-  %wq = onnx.Constant dense<-127> : tensor<16x8x1x1xi8>
+  %wq = onnx.Constant dense<-128> : tensor<16x8x1x1xi8>
   %ws2 = onnx.Constant dense<0.01> : tensor<32xf32>
   %wz2 = onnx.Constant dense<0> : tensor<32xi8>
   %wq2 = onnx.Constant dense<-128> : tensor<32x32x1x1xi8>

@@ -1,7 +1,8 @@
 // Tests of --qat-layer-functions: the graph after --qat-lower becomes one
 // function per layer (arena, weights, tid, nthreads), each located at its
 // ONNX node; the int8 convolution calls vpdpbusd on AVX-512 VNNI and, on
-// AVX2, widens to i16 for vpmaddwd (never vpmaddubsw, which saturates).
+// AVX2, vpmaddubsw over |q| and the weights with q's sign (vpsignb), which
+// cannot saturate there: |128 * 127 * 2| < 2^15.
 //
 // RUN: qatc-opt %s --qat-lower --qat-layer-functions=target-cpu=avx512vnni --mlir-print-debuginfo | FileCheck %s
 // RUN: qatc-opt %s --qat-lower --qat-layer-functions=target-cpu=avx2 | FileCheck %s --check-prefix=AVX2
@@ -20,9 +21,11 @@
 // CHECK-NOT: func.func @qatc_layer_4(
 
 // AVX2: func.func @qatc_layer_1(
+// AVX2-SAME: qatc.kernel = "int8-sign-maddubs-conv
 // AVX2-NOT: vpdpbusd
-// AVX2-NOT: pmaddubs
-// AVX2: arith.extsi {{.*}} : vector<16xi8> to vector<16xi16>
+// AVX2: %[[A:.*]] = math.absi %{{.*}} : vector<32xi8>
+// AVX2: %[[W:.*]] = llvm.call_intrinsic "llvm.x86.avx2.psign.b"
+// AVX2: llvm.call_intrinsic "llvm.x86.avx2.pmadd.ub.sw"(%[[A]], %[[W]])
 // AVX2: llvm.call_intrinsic "llvm.x86.avx2.pmadd.wd"
 
 // BAD: error: unknown --target-cpu 'pentium'

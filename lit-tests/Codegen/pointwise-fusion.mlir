@@ -49,7 +49,7 @@
 // (-87, 87), so t is clamped at neither end. 1 + 2^t is one FMA, and
 // x * sigmoid(x) is one division of x by it (no 1 / d, no product).
 // AVX2-LABEL: func.func @qatc_layer_1(
-// AVX2-SAME: qatc.kernel = "int8-generic-conv {{[0-9]+}}x{{[0-9]+}} +sigmoid+mul+quantize"
+// AVX2-SAME: qatc.kernel = "int8-sign-maddubs-conv {{[0-9]+}}x{{[0-9]+}} +sigmoid+mul+quantize"
 // AVX2: %[[X:.*]] = math.fma {{.*}} : vector<64xf32>
 // AVX2-NOT: arith.minimumf
 // AVX2-NOT: arith.maximumf
