@@ -154,8 +154,8 @@ DenseConvSpec GraphLowering::packDense(
   // Only where the products cost two multiplies per 32 (emitDot4Split,
   // emitDot4Bytes): AVX-512's 7x7 stems took 6-12 % longer from patches
   // (uncompacted), and are not measured compacted.
-  s.compactTaps = s.int8 && dotSumsPairs(target.isa) && !s.packedInArena &&
-                  !s.KC && s.foldsRows() && s.DH == 1 && s.KW * s.inCS <= 64 &&
+  s.compactTaps = dotSumsPairs(target.isa) && !s.packedInArena && !s.KC &&
+                  s.patchable() &&
                   (s.KH * s.KW * s.IC + 3) / 4 < s.KH * s.KW * s.kSteps();
   // Inputs that may be negative take vpmaddubsw too, through vpsignb
   // (emitDot4Bytes' `sign`), where no weight is -128: 2x32 tiles that keep

@@ -20,6 +20,7 @@
 #include <cmath>
 #include <cstring>
 #include <tuple>
+#include <type_traits>
 
 using namespace mlir;
 using namespace qatc;
@@ -593,34 +594,41 @@ void GraphLowering::fillActivation(Epilogue &ep,
   }
 }
 
+/// The activation clamp `c` keeps its values at 0 or above.
+static bool clampsAtZero(std::optional<qat::ClampAttr> c) {
+  return c && *c && c->getMin() >= 0;
+}
+
+/// The last clamp on `op`'s result keeps it at 0 or above: for a product,
+/// its epilogue's after the residual, if any.
+template <typename OpTy> static bool resultClampsAtZero(OpTy op) {
+  if constexpr (std::is_same_v<OpTy, qat::ConvOp> ||
+                std::is_same_v<OpTy, qat::MatMulOp>)
+    return clampsAtZero(op.getResidual() ? op.getResidualActivation()
+                                         : op.getActivation());
+  else
+    return clampsAtZero(op.getActivation());
+}
+
+bool GraphLowering::storedNonNegative(Value v) {
+  return storedFloor(v) >= storedQuant(qat::QuantLayout(v.getType())).zp;
+}
+
 int64_t GraphLowering::storedFloor(Value v) {
   if (!isa<quant::UniformQuantizedType>(getElementTypeOrSelf(v.getType())))
     return 0;
   if (auto it = floors.find(v); it != floors.end())
     return it->second;
   StoredQuant q = storedQuant(qat::QuantLayout(v.getType()));
-  // Values at or above the zero point: non-negative real values, whose
-  // quantization is the zero point or more.
-  auto nonNegative = [&](Value in) {
-    return storedFloor(in) >= storedQuant(qat::QuantLayout(in.getType())).zp;
-  };
-  auto clampsAtZero = [](std::optional<qat::ClampAttr> c) {
-    return c && *c && c->getMin() >= 0;
-  };
   Operation *def = v.getDefiningOp();
   auto floorAtZero = [&](bool atZero) { return atZero ? q.zp : q.qmin; };
   int64_t floor =
       !def ? q.qmin
            : llvm::TypeSwitch<Operation *, int64_t>(def)
-                 // The epilogue's last clamp: after the residual, if any.
-                 .Case<qat::ConvOp, qat::MatMulOp>([&](auto op) {
-                   return floorAtZero(clampsAtZero(
-                       op.getResidual() ? op.getResidualActivation()
-                                        : op.getActivation()));
-                 })
-                 .Case<qat::AddOp, qat::MulOp>([&](auto op) {
-                   return floorAtZero(clampsAtZero(op.getActivation()));
-                 })
+                 .Case<qat::ConvOp, qat::MatMulOp, qat::AddOp, qat::MulOp>(
+                     [&](auto op) {
+                       return floorAtZero(resultClampsAtZero(op));
+                     })
                  .Case([&](qat::ClampOp c) {
                    return std::max(storedFloor(c.getInput()),
                                    static_cast<int64_t>(c.getMin()) + q.offset);
@@ -642,7 +650,7 @@ int64_t GraphLowering::storedFloor(Value v) {
                  // non-negative values.
                  .Case<qat::RequantizeOp, qat::AvgPoolOp, qat::GlobalAvgPoolOp>(
                      [&](Operation *op) {
-                       return floorAtZero(nonNegative(op->getOperand(0)));
+                       return floorAtZero(storedNonNegative(op->getOperand(0)));
                      })
                  .Default([&](Operation *) { return q.qmin; });
   floor = std::max(floor, q.qmin);
@@ -656,40 +664,30 @@ bool GraphLowering::nonNegativeFloat(Value v) {
   // Not yet known while the producers are visited: no cycle reaches here in
   // a graph, but a false guess is the safe one.
   nonNegatives[v] = false;
-  auto clampsAtZero = [](std::optional<qat::ClampAttr> c) {
-    return c && *c && c->getMin() >= 0;
-  };
   Operation *def = v.getDefiningOp();
   bool result =
-      def &&
-      llvm::TypeSwitch<Operation *, bool>(def)
-          // The reference's v > 0 ? v : 0: never NaN.
-          .Case([&](onnx::ReluOp) { return true; })
-          // f32 results of int8 kernels: finite sums, the epilogue's last
-          // clamp (after the residual, if any).
-          .Case<qat::ConvOp, qat::MatMulOp>([&](auto op) {
-            return clampsAtZero(op.getResidual() ? op.getResidualActivation()
-                                                 : op.getActivation());
-          })
-          .Case<qat::AddOp, qat::MulOp>(
-              [&](auto op) { return clampsAtZero(op.getActivation()); })
-          .Case([&](qat::DequantizeOp op) {
-            Value in = op->getOperand(0);
-            return storedFloor(in) >=
-                   storedQuant(qat::QuantLayout(in.getType())).zp;
-          })
-          .Case<onnx::ReshapeOp, onnx::TransposeOp, onnx::SliceOp,
-                onnx::SplitOp, onnx::FlattenOp, onnx::SqueezeOp,
-                onnx::UnsqueezeOp, onnx::IdentityOp, onnx::MaxPoolOp,
-                onnx::AveragePoolOp, onnx::GlobalAveragePoolOp>(
-              [&](Operation *op) {
-                return nonNegativeFloat(op->getOperand(0));
-              })
-          .Case([&](onnx::ConcatOp c) {
-            return llvm::all_of(c->getOperands(),
-                                [&](Value in) { return nonNegativeFloat(in); });
-          })
-          .Default([](Operation *) { return false; });
+      def && llvm::TypeSwitch<Operation *, bool>(def)
+                 // The reference's v > 0 ? v : 0: never NaN.
+                 .Case([&](onnx::ReluOp) { return true; })
+                 // f32 results of int8 kernels: finite sums, then the clamps.
+                 .Case<qat::ConvOp, qat::MatMulOp, qat::AddOp, qat::MulOp>(
+                     [&](auto op) { return resultClampsAtZero(op); })
+                 .Case([&](qat::DequantizeOp op) {
+                   return storedNonNegative(op->getOperand(0));
+                 })
+                 .Case<onnx::ReshapeOp, onnx::TransposeOp, onnx::SliceOp,
+                       onnx::SplitOp, onnx::FlattenOp, onnx::SqueezeOp,
+                       onnx::UnsqueezeOp, onnx::IdentityOp, onnx::MaxPoolOp,
+                       onnx::AveragePoolOp, onnx::GlobalAveragePoolOp>(
+                     [&](Operation *op) {
+                       return nonNegativeFloat(op->getOperand(0));
+                     })
+                 .Case([&](onnx::ConcatOp c) {
+                   return llvm::all_of(c->getOperands(), [&](Value in) {
+                     return nonNegativeFloat(in);
+                   });
+                 })
+                 .Default([](Operation *) { return false; });
   nonNegatives[v] = result;
   return result;
 }

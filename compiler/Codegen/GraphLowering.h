@@ -596,6 +596,9 @@ private:
   /// of it then stores its zero point or more (storedFloor): ShuffleNetV2's
   /// channel-shuffled concatenations of Relu outputs.
   bool nonNegativeFloat(Value v);
+  /// storedFloor(v) is at least v's zero point: its real values are
+  /// non-negative.
+  bool storedNonNegative(Value v);
   /// A float Relu/Clip that is the only user of `v`: folded into its
   /// producer's epilogue (its result is the producer's tensor `o`).
   std::optional<std::pair<float, float>> foldActivation(Value v, int o);

@@ -543,13 +543,16 @@ struct DenseConvSpec : ConvSpec {
   int64_t windowSteps() const {
     return compactTaps ? (KH * KW * IC + 3) / 4 : KH * KW * kSteps();
   }
-  /// An int8 window of up to 16 K steps (or of compactTaps) whose rows fold,
-  /// each row at most 64 bytes: each tile copies its pixels' windows into
-  /// patches (emitDenseConv), reading up to 64 bytes past a row's last
-  /// pixel.
+  /// An int8 window whose rows fold, each row at most 64 bytes: one a tile
+  /// can copy into patches (copiesWindows, and compactTaps' condition).
+  bool patchable() const {
+    return int8 && foldsRows() && DH == 1 && KW * inCS <= 64;
+  }
+  /// A patchable window of up to 16 K steps (or of compactTaps): each tile
+  /// copies its pixels' windows into patches (emitDenseConv), reading up to
+  /// 64 bytes past a row's last pixel.
   bool copiesWindows() const {
-    return int8 && foldsRows() && (compactTaps || KH * KW * kSteps() <= 16) &&
-           DH == 1 && KW * inCS <= 64;
+    return patchable() && (compactTaps || KH * KW * kSteps() <= 16);
   }
   /// The (channel block, pixel tile) pairs the threads share.
   int64_t workItems() const {
