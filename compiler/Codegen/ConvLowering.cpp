@@ -558,9 +558,13 @@ LogicalResult GraphLowering::lowerConv(Operation *op, bool int8, int in, int o,
   // once per band, stays ahead: AMD family 25 model 1, fastest of 12 runs,
   // 3x3 over 96 channels at 112x112, stride 2: 0.27 -> 0.21 ms; over 128
   // at 56x56: 95 -> 75 us; but stride 1, 72 channels at 28x28: 40 -> 46 us,
-  // 5x5 over 240 at 14x14: 60 -> 72 us.
+  // 5x5 over 240 at 14x14: 60 -> 72 us. Windows of more than 4 rows (5x5),
+  // which splitRows below does not take, have since measured the other way
+  // and sum in f32 too: 5x5 over 240 at 14x14 85-97 -> 71 us (fastest of
+  // 10, twice); paired, 1 thread: EfficientNet-B0 0.950, MobileNetV3-small
+  // 0.967 of their time (2 of 2 blocks each), the same output bytes.
   const bool unitSteps = s.SH == 1 && s.SW == 1 && s.DH == 1 && s.DW == 1;
-  s.floatSums = int8 && dotSumsPairs(target.isa) && !unitSteps &&
+  s.floatSums = int8 && dotSumsPairs(target.isa) && (!unitSteps || KH > 4) &&
                 2 * 255 * 255 * KH * KW < (int64_t(1) << 24);
   s.columns = int8 && !s.floatSums && s.DH == 1 && s.DW == 1;
   if (s.columns)

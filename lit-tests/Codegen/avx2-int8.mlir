@@ -9,7 +9,7 @@
 // Depthwise 3x3 convolutions at stride 1 (the column kernel) split each
 // input column's 4 rows into i16 pairs (rows 0 and 2, 1 and 3) for
 // emitDot4Rows, with i16 weights read where used: no pair sums to finish.
-// Strided or dilated depthwise convolutions sum in f32
+// Strided, dilated or 5x5 depthwise convolutions sum in f32
 // (DepthwiseSpec::floatSums): the bytes converted as loaded, the sums
 // started at the zero-point terms and converted to i32 for the epilogue;
 // the last block of channels loads under a constant mask, the whole ones
@@ -96,6 +96,44 @@ func.func @main(%x: tensor<1x20x8x8xf32>) -> tensor<1x20x4x4xf32> {
   %q2 = onnx.QuantizeLinear(%r, %so, %z) : (tensor<1x20x4x4xf32>, tensor<f32>, tensor<ui8>) -> tensor<1x20x4x4xui8>
   %dq2 = onnx.DequantizeLinear(%q2, %so, %z) : (tensor<1x20x4x4xui8>, tensor<f32>, tensor<ui8>) -> tensor<1x20x4x4xf32>
   return %dq2 : tensor<1x20x4x4xf32>
+}
+
+// -----
+
+// 5x5 at stride 1 sums in f32 too: its 5 rows are two groups of 4 for the
+// column kernel, which splitRows does not take. A 3x3 at stride 1 keeps the
+// column kernel.
+// CHECK-LABEL: func.func @qatc_layer_1(
+// CHECK-SAME: qatc.kernel = "int8-f32sum-depthwise 4x16"
+// CHECK: vector.fma
+// CHECK-LABEL: func.func @qatc_layer_2(
+// CHECK-SAME: qatc.kernel = "int8-depthwise 2x4x16"
+// GENERIC-LABEL: func.func @qatc_layer_1(
+// GENERIC-SAME: qatc.kernel = "int8-f32sum-depthwise 4x16"
+// GENERIC-LABEL: func.func @qatc_layer_2(
+// GENERIC-SAME: qatc.kernel = "int8-depthwise 2x4x16"
+func.func @main(%x: tensor<1x16x8x8xf32>) -> tensor<1x16x8x8xf32> {
+  %s = onnx.Constant dense<0.05> : tensor<f32>
+  %z = onnx.Constant dense<3> : tensor<ui8>
+  %so = onnx.Constant dense<0.1> : tensor<f32>
+  %ws = onnx.Constant dense<0.01> : tensor<16xf32>
+  %wz = onnx.Constant dense<0> : tensor<16xi8>
+  %wq = onnx.Constant dense<-127> : tensor<16x1x5x5xi8>
+  %wq3 = onnx.Constant dense<5> : tensor<16x1x3x3xi8>
+  %b = onnx.Constant dense<0.5> : tensor<16xf32>
+  %q = onnx.QuantizeLinear(%x, %s, %z) : (tensor<1x16x8x8xf32>, tensor<f32>, tensor<ui8>) -> tensor<1x16x8x8xui8>
+  %dq = onnx.DequantizeLinear(%q, %s, %z) : (tensor<1x16x8x8xui8>, tensor<f32>, tensor<ui8>) -> tensor<1x16x8x8xf32>
+  %w = onnx.DequantizeLinear(%wq, %ws, %wz) {axis = 0 : i64} : (tensor<16x1x5x5xi8>, tensor<16xf32>, tensor<16xi8>) -> tensor<16x1x5x5xf32>
+  %c = onnx.Conv(%dq, %w, %b) {group = 16 : i64, kernel_shape = array<i64: 5, 5>, strides = array<i64: 1, 1>, pads = array<i64: 2, 2, 2, 2>, dilations = array<i64: 1, 1>} : (tensor<1x16x8x8xf32>, tensor<16x1x5x5xf32>, tensor<16xf32>) -> tensor<1x16x8x8xf32> loc("depthwise5x5")
+  %r = onnx.Relu(%c) : (tensor<1x16x8x8xf32>) -> tensor<1x16x8x8xf32>
+  %q2 = onnx.QuantizeLinear(%r, %so, %z) : (tensor<1x16x8x8xf32>, tensor<f32>, tensor<ui8>) -> tensor<1x16x8x8xui8>
+  %dq2 = onnx.DequantizeLinear(%q2, %so, %z) : (tensor<1x16x8x8xui8>, tensor<f32>, tensor<ui8>) -> tensor<1x16x8x8xf32>
+  %w3 = onnx.DequantizeLinear(%wq3, %ws, %wz) {axis = 0 : i64} : (tensor<16x1x3x3xi8>, tensor<16xf32>, tensor<16xi8>) -> tensor<16x1x3x3xf32>
+  %c3 = onnx.Conv(%dq2, %w3, %b) {group = 16 : i64, kernel_shape = array<i64: 3, 3>, strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>} : (tensor<1x16x8x8xf32>, tensor<16x1x3x3xf32>, tensor<16xf32>) -> tensor<1x16x8x8xf32> loc("depthwise3x3")
+  %r3 = onnx.Relu(%c3) : (tensor<1x16x8x8xf32>) -> tensor<1x16x8x8xf32>
+  %q3 = onnx.QuantizeLinear(%r3, %so, %z) : (tensor<1x16x8x8xf32>, tensor<f32>, tensor<ui8>) -> tensor<1x16x8x8xui8>
+  %dq3 = onnx.DequantizeLinear(%q3, %so, %z) : (tensor<1x16x8x8xui8>, tensor<f32>, tensor<ui8>) -> tensor<1x16x8x8xf32>
+  return %dq3 : tensor<1x16x8x8xf32>
 }
 
 // -----
