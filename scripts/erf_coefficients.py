@@ -2,26 +2,29 @@
 """Coefficients of KB::erf (compiler/Codegen/KernelBuilder.cpp) and their
 error.
 
-erf on [0, 4) in 16 intervals of 1/4: interval i is a polynomial of degree
-7 in t = |x| - i/4 (fitted by least squares on 400 Chebyshev nodes against
-mpmath's erf), except interval 0, x * q(x^2) with q of degree 3, so that
-small x keep their relative precision. The kernel picks each coefficient
-with vpermps by the interval; |x| at or above 4 evaluates at the largest
-float below 4, where erf rounds to 1.
+AVX-512 (the default): erf on [0, 4) in 16 intervals of 1/4, interval i a
+polynomial of degree 7 in t = |x| - i/4 (fitted by least squares on 400
+Chebyshev nodes against mpmath's erf), except interval 0, x * q(x^2) with q
+of degree 3, so that small x keep their relative precision. `--avx2`: 8
+intervals of 1/2 (one ymm vpermps picks among 8), degree 9, q of degree 4.
+The kernel picks each coefficient with vpermps by the interval; |x| at or
+above 4 evaluates at the largest float below 4, where erf rounds to 1.
 
 Prints the table as C++ rows (coefficient of t^k for each interval) and the
 worst error, in ulps of the f32 result, of the f32 evaluation (each step
 rounded as the kernel's FMAs) over 3 million inputs.
 
-    /usr/bin/python3 scripts/erf_coefficients.py
+    /usr/bin/python3 scripts/erf_coefficients.py [--avx2]
 """
 import math
+import sys
 
 import mpmath
 import numpy as np
 
 mpmath.mp.dps = 40
-INTERVALS, DEGREE, WIDTH = 16, 7, 0.25
+INTERVALS, DEGREE, WIDTH = (8, 9, 0.5) if "--avx2" in sys.argv else (16, 7,
+                                                                       0.25)
 
 
 def fit():
@@ -32,7 +35,8 @@ def fit():
         x = i * WIDTH + nodes
         y = np.array([float(mpmath.erf(float(v))) for v in x])
         if i == 0:
-            a = np.stack([x ** (2 * j) for j in range(4)], axis=1)
+            terms = (DEGREE + 1) // 2
+            a = np.stack([x ** (2 * j) for j in range(terms)], axis=1)
             q = np.linalg.lstsq(a, y / x, rcond=None)[0]
             coef[1::2, 0] = q
         else:
@@ -50,8 +54,8 @@ def fma32(a, b, c):
 def evaluate(c, x):
     x = np.asarray(x, dtype=np.float32)
     a = np.minimum(np.abs(x), np.float32(3.9999998))
-    idx = (a * np.float32(4)).astype(np.int32)
-    t = fma32(idx.astype(np.float32), np.float32(-0.25), a)
+    idx = (a * np.float32(1 / WIDTH)).astype(np.int32)
+    t = fma32(idx.astype(np.float32), np.float32(-WIDTH), a)
     acc = c[DEGREE][idx]
     for k in range(DEGREE - 1, -1, -1):
         acc = fma32(acc, t, c[k][idx])

@@ -516,6 +516,19 @@ func.func @projection_residual(%x: tensor<1x8x32xf32>) -> tensor<1x8x32xf32> {
 // VNNI: arith.divf
 // VNNI: llvm.x86.avx512.permvar.sf.512
 // VNNI: func.func @qatc_layer_2(
+// AVX2's erf is KB::erf too, 8 lanes at a time: an interval of 1/2 per
+// lane (vcvttps2dq, whose NaN is an index, not poison) and 10 coefficients
+// picked by the ymm vpermps, no division; MLIR's expansion (math.erf) took
+// 18 vblendvps and a vdivps per 8 lanes.
+// AVX2: qatc.kernel = "int8-sign-maddubs-conv {{[0-9]+}}x{{[0-9]+}} +div+erf+add+mul+mul+quantize"
+// AVX2-NOT: math.erf
+// AVX2: %[[H:.*]] = vector.extract_strided_slice %{{.*}} {offsets = [0], sizes = [8]
+// AVX2: math.absf %[[H]] : vector<8xf32>
+// AVX2: llvm.x86.avx.cvtt.ps2dq.256
+// AVX2-COUNT-10: llvm.x86.avx2.permps
+// AVX2: math.copysign %{{.*}}, %[[H]] : vector<8xf32>
+// AVX2-NOT: math.erf
+// AVX2: func.func @qatc_layer_2(
 func.func @gelu_int8(%x: tensor<1x64x6x6xf32>) -> tensor<1x48x6x6xf32> {
   %s = onnx.Constant dense<0.05> : tensor<f32>
   %z = onnx.Constant dense<0> : tensor<i8>
