@@ -2596,6 +2596,29 @@ static void emitDepthwiseF32Rows(KB &k, Isa isa, const DepthwiseSpec &s) {
   k.loop(begin, end, 1, [&](Value idx) {
     Value n = k.div(idx, k.c(s.OH));
     Value oh = k.rem(idx, k.c(s.OH));
+    // The row's sums for a GlobalAveragePool (DepthwiseSpec::sumsOff): part
+    // oh, zeroed here, each epilogue's results added in pixel order. A row
+    // is one thread's, so the parts do not depend on the thread count.
+    Value partAt;
+    if (s.sumsOff >= 0) {
+      partAt = k.mul(k.add(k.mul(oh, k.c(s.N)), n), k.c(C16));
+      k.loop(k.c(0), k.c(C16), 16, [&](Value c0) {
+        k.store(k.splatF(0.f, 16), k.at(s.sumsOff, k.add(partAt, c0), 4));
+      });
+    }
+    // The epilogue of `acc` (pixels `pix`), and their sum into the row's.
+    auto finish = [&](ArrayRef<Value> acc, ArrayRef<Value> pix, Value c0,
+                      Value mask) {
+      if (s.sumsOff < 0)
+        return epilogueAt(k, s, acc, pix, c0, mask);
+      SmallVector<Value> stored;
+      epilogueAt(k, s, acc, pix, c0, mask, false, &stored);
+      Value at = k.at(s.sumsOff, k.add(partAt, c0), 4);
+      Value sum = k.load(VectorType::get({16}, k.f32), at);
+      for (Value y : stored)
+        sum = b.create<arith::AddFOp>(k.loc, sum, y);
+      k.store(sum, at);
+    };
     SmallVector<Value> rows;
     for (int64_t kh = 0; kh < s.KH; ++kh) {
       Value ih = k.add(k.mul(oh, k.c(s.SH)), k.c(kh * s.DH - s.PT));
@@ -2616,7 +2639,7 @@ static void emitDepthwiseF32Rows(KB &k, Isa isa, const DepthwiseSpec &s) {
         Value acc = start(c0);
         for (int64_t t = 0; t < T; ++t)
           acc = madd(input(k.gep(px[t], cOff), mask), weightAt(t, c0), acc);
-        epilogueAt(k, s, {sums(acc)}, {k.add(pixRow, ow)}, c0, mask);
+        finish({sums(acc)}, {k.add(pixRow, ow)}, c0, mask);
       });
     };
     k.loop(k.c(0), k.c(owLo), 1, single);
@@ -2644,7 +2667,7 @@ static void emitDepthwiseF32Rows(KB &k, Isa isa, const DepthwiseSpec &s) {
           pix.push_back(k.add(pixRow, k.add(ow, k.c(r))));
           acc[r] = sums(acc[r]);
         }
-        epilogueAt(k, s, acc, pix, c0, mask);
+        finish(acc, pix, c0, mask);
       });
     });
     k.loop(k.c(owLo + inner), k.c(s.OW), 1, single);

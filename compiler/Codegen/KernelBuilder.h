@@ -600,14 +600,15 @@ struct DepthwiseSpec : ConvSpec {
   void chooseRows() {
     rows = OH > 1 && (SH + KH + 3) / 4 == (KH + 3) / 4 ? 2 : 1;
   }
-  /// Where set (an arena offset; `columns` with an f32 result and 16-channel
-  /// blocks only), the kernel also sums its result over each band's pixels
-  /// of each chunk (`chunkPixels`), row by row in pixel order, in registers,
-  /// and stores the sums to f32 [sumParts()][N][C rounded up to 16] at this
-  /// offset, part band * chunks() + chunk (the lanes past C hold no sums):
-  /// a GlobalAveragePool of the result (squeeze-excitation) then adds the
-  /// parts, and no layer reads the result again for it. The parts do not
-  /// depend on the thread count.
+  /// Where set (an arena offset; an f32 result in 16-channel blocks), the
+  /// kernel also sums its result and stores the sums to f32
+  /// [sumParts()][N][C rounded up to 16] at this offset (the lanes past C
+  /// hold no sums): a GlobalAveragePool of the result (squeeze-excitation)
+  /// then adds the parts, and no layer reads the result again for it. The
+  /// column kernel sums each band's pixels of each chunk (`chunkPixels`),
+  /// row by row in pixel order, in registers, into part band * chunks() +
+  /// chunk; the f32 rows (`floatSums`) each output row's into part oh,
+  /// through memory. The parts do not depend on the thread count.
   int64_t sumsOff = -1;
   /// Output pixels per chunk of a band row: the band's input rows of a
   /// chunk stay in L1 while a channel block sweeps them.
@@ -621,8 +622,11 @@ struct DepthwiseSpec : ConvSpec {
     int64_t full = OW / 4 * 4;
     return std::max<int64_t>(1, (full + chunkPixels() - 1) / chunkPixels());
   }
-  /// The sums' parts (`sumsOff`): bands times chunks.
-  int64_t sumParts() const { return (OH + rows - 1) / rows * chunks(); }
+  /// The sums' parts (`sumsOff`): bands times chunks (`columns`), else a
+  /// part per output row (the f32 rows of emitDepthwiseF32Rows).
+  int64_t sumParts() const {
+    return columns ? (OH + rows - 1) / rows * chunks() : OH;
+  }
   /// Leading blocks of 64 channels (`columns`, AVX-512) whose weights,
   /// initial accumulators and epilogue arrays are stored in the
   /// interleave64Index order: 4 rows of 64 channels interleave by 8 in-lane

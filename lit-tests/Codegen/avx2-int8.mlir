@@ -376,3 +376,42 @@ func.func @main(%x: tensor<1x8x4x4xf32>) -> tensor<1x32x4x4xf32> {
   %dq3 = onnx.DequantizeLinear(%q3, %so, %z) : (tensor<1x32x4x4xi8>, tensor<f32>, tensor<i8>) -> tensor<1x32x4x4xf32>
   return %dq3 : tensor<1x32x4x4xf32>
 }
+
+// -----
+
+// Squeeze-excitation's start over a 5x5 depthwise (f32 rows): each output
+// row's sums for the GlobalAveragePool, a part per row zeroed at the row's
+// start and added to after each epilogue, in pixel order; the pool is then
+// one layer adding the 12 rows' parts, with no layer of its own reading
+// the map.
+// CHECK-LABEL: func.func @qatc_layer_1(
+// CHECK-SAME: qatc.kernel = "int8-f32sum-depthwise 4x16 +sigmoid+mul +row sums"
+// CHECK: %[[ZERO:.*]] = arith.constant dense<0.000000e+00> : vector<16xf32>
+// CHECK-NEXT: llvm.store %[[ZERO]], %{{.*}} : vector<16xf32>, !llvm.ptr
+// CHECK: %[[PART:.*]] = llvm.load %{{.*}} -> vector<16xf32>
+// CHECK-COUNT-4: arith.addf
+// CHECK: llvm.store %{{.*}} : vector<16xf32>, !llvm.ptr
+// CHECK-NOT: qatc.kernel = "fp32-mean parts"
+// CHECK-LABEL: func.func @qatc_layer_2(
+// CHECK-SAME: qatc.kernel = "fp32-mean"
+func.func @main(%x: tensor<1x32x12x10xf32>) -> tensor<1x32x12x10xf32> {
+  %s = onnx.Constant dense<0.05> : tensor<f32>
+  %z = onnx.Constant dense<0> : tensor<ui8>
+  %so = onnx.Constant dense<0.1> : tensor<f32>
+  %ws = onnx.Constant dense<0.01> : tensor<32xf32>
+  %wz = onnx.Constant dense<0> : tensor<32xi8>
+  %wq = onnx.Constant dense<3> : tensor<32x1x5x5xi8>
+  %b = onnx.Constant dense<0.5> : tensor<32xf32>
+  %q = onnx.QuantizeLinear(%x, %s, %z) : (tensor<1x32x12x10xf32>, tensor<f32>, tensor<ui8>) -> tensor<1x32x12x10xui8>
+  %dq = onnx.DequantizeLinear(%q, %s, %z) : (tensor<1x32x12x10xui8>, tensor<f32>, tensor<ui8>) -> tensor<1x32x12x10xf32>
+  %w = onnx.DequantizeLinear(%wq, %ws, %wz) {axis = 0 : i64} : (tensor<32x1x5x5xi8>, tensor<32xf32>, tensor<32xi8>) -> tensor<32x1x5x5xf32>
+  %c = onnx.Conv(%dq, %w, %b) {group = 32 : i64, kernel_shape = array<i64: 5, 5>, strides = array<i64: 1, 1>, pads = array<i64: 2, 2, 2, 2>, dilations = array<i64: 1, 1>} : (tensor<1x32x12x10xf32>, tensor<32x1x5x5xf32>, tensor<32xf32>) -> tensor<1x32x12x10xf32> loc("depthwise")
+  %sg = onnx.Sigmoid(%c) : (tensor<1x32x12x10xf32>) -> tensor<1x32x12x10xf32>
+  %y = onnx.Mul(%c, %sg) : (tensor<1x32x12x10xf32>, tensor<1x32x12x10xf32>) -> tensor<1x32x12x10xf32>
+  %m = onnx.GlobalAveragePool(%y) : (tensor<1x32x12x10xf32>) -> tensor<1x32x1x1xf32>
+  %g = onnx.Sigmoid(%m) : (tensor<1x32x1x1xf32>) -> tensor<1x32x1x1xf32>
+  %e = onnx.Mul(%y, %g) : (tensor<1x32x12x10xf32>, tensor<1x32x1x1xf32>) -> tensor<1x32x12x10xf32>
+  %oq = onnx.QuantizeLinear(%e, %so, %z) : (tensor<1x32x12x10xf32>, tensor<f32>, tensor<ui8>) -> tensor<1x32x12x10xui8>
+  %o = onnx.DequantizeLinear(%oq, %so, %z) : (tensor<1x32x12x10xui8>, tensor<f32>, tensor<ui8>) -> tensor<1x32x12x10xf32>
+  return %o : tensor<1x32x12x10xf32>
+}
