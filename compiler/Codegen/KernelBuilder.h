@@ -256,8 +256,7 @@ public:
   /// erf of f32 `x` (scalar or vector): on AVX-512 a degree-7 polynomial
   /// per interval of 1/4 of [0, 4), its coefficients picked by vpermps
   /// (within 2.3 ulps, no division); on AVX2 a degree-9 one per interval
-  /// of 1/2 (within 2.4 ulps); elsewhere
-  /// math.erf (MLIR's expansion).
+  /// of 1/2 (within 2.4 ulps); elsewhere math.erf (MLIR's expansion).
   mlir::Value erf(mlir::Value x);
   /// x / d. With `reciprocalDivision`, a constant d whose reciprocal
   /// passes exactReciprocal (ExactQuotient.h) and an operand range
