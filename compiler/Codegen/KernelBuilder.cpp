@@ -337,74 +337,48 @@ Value KB::divide(Value x, Value d) {
   return b.create<math::FmaOp>(loc, r, floatLike(x.getType(), *z), q0);
 }
 
-/// erf on AVX2 (KB::erf): 8 intervals of 1/2 of [0, 4), a polynomial of
-/// degree 9 in t = |x| - i/2 each (interval 0: x q(x^2)), one ymm vpermps
-/// per coefficient picking its interval's lane (`scripts/erf_coefficients.py
-/// --avx2` fits them and measures 2.38 ulps at worst). MLIR's expansion,
-/// which this replaces there, took about 60 instructions and a vdivps per 8
-/// lanes; this takes 27 and none.
-static Value erfAvx2(KB &k, Value x) {
-  static const float coefs[10][8] = {
-      {0.000000000e+00f, 5.204998851e-01f, 8.427007794e-01f, 9.661051631e-01f,
-       9.953222871e-01f, 9.995930195e-01f, 9.999778867e-01f, 9.999992847e-01f},
-      {1.128379226e+00f, 8.787825704e-01f, 4.151074886e-01f, 1.189302877e-01f,
-       2.066698484e-02f, 2.178284340e-03f, 1.392530539e-04f, 5.399424481e-06f},
-      {0.000000000e+00f, -4.393912852e-01f, -4.151075482e-01f,
-       -1.783954203e-01f, -4.133396968e-02f, -5.445713177e-03f,
-       -4.177590890e-04f, -1.889785381e-05f},
-      {-3.761261404e-01f, -1.464637369e-01f, 1.383702308e-01f, 1.387514621e-01f,
-       4.822292551e-02f, 8.350162767e-03f, 7.890990819e-04f, 4.229193655e-05f},
-      {0.000000000e+00f, 1.830798090e-01f, 6.917043030e-02f, -4.459194466e-02f,
-       -3.444440290e-02f, -8.623338304e-03f, -1.044381293e-03f,
-       -6.767094601e-05f},
-      {1.128293276e-01f, 7.316946983e-03f, -6.907660514e-02f, -1.491750870e-02f,
-       1.308417600e-02f, 6.124655716e-03f, 1.016458147e-03f, 8.176088886e-05f},
-      {0.000000000e+00f, -4.997860640e-02f, 4.107500892e-03f, 1.955592260e-02f,
-       4.857910390e-04f, -2.832433442e-03f, -7.378696464e-04f,
-       -7.609009481e-05f},
-      {-2.676359750e-02f, 5.079809111e-03f, 1.663022488e-02f, -5.373567808e-03f,
-       -3.471822012e-03f, 6.408133195e-04f, 3.911595559e-04f, 5.336813047e-05f},
-      {0.000000000e+00f, 1.101966668e-02f, -7.426303346e-03f, -1.347068930e-03f,
-       1.803327468e-03f, 8.583038289e-05f, -1.391557307e-04f,
-       -2.556468826e-05f},
-      {4.730064888e-03f, -3.862441052e-03f, 8.230036474e-04f, 8.929072646e-04f,
-       -3.582159115e-04f, -7.389645180e-05f, 2.541108370e-05f,
-       6.235134151e-06f},
-  };
+/// erf over slices of `lanes` lanes of `x` (KB::erf): [0, 4) in `lanes`
+/// intervals of 4 / lanes, each a polynomial in t = |x| - i * 4 / lanes
+/// whose coefficients of t^c are row c of `coefs` ([degree + 1][lanes], one
+/// lane per interval; interval 0 is x q(x^2), which keeps small x's
+/// relative precision). Every coefficient is picked for its lane's interval
+/// by the vpermps `permute`; the interval comes from `truncate`
+/// (vcvttps2dq, not fptosi, which is poison for NaN: a NaN's index is some
+/// interval, its t NaN).
+static Value erfByIntervals(KB &k, Value x, int64_t lanes,
+                            ArrayRef<float> coefs, StringRef permute,
+                            llvm::function_ref<Value(Value)> truncate) {
   OpBuilder &b = k.b;
-  auto v8f = VectorType::get({8}, k.f32);
-  auto v8i = VectorType::get({8}, k.i32);
+  auto vf = VectorType::get({lanes}, k.f32);
+  const int64_t degree = static_cast<int64_t>(coefs.size()) / lanes - 1;
+  const float width = 4.f / static_cast<float>(lanes);
   int64_t n = cast<VectorType>(x.getType()).getNumElements();
   SmallVector<Value> parts;
-  for (int64_t h = 0; h < n / 8; ++h) {
-    Value v = k.slice(x, h, 8);
+  for (int64_t h = 0; h < n / lanes; ++h) {
+    Value v = k.slice(x, h, lanes);
     // |x| below 4 (from 4 on erf rounds to 1), NaN kept: c < a ? c : a is
     // one vminps, which returns a where either is NaN.
     Value a = b.create<math::AbsFOp>(k.loc, v);
-    Value top = k.splatF(3.9999998f, 8);
+    Value top = k.splatF(3.9999998f, lanes);
     a = k.select(
         b.create<arith::CmpFOp>(k.loc, arith::CmpFPredicate::OLT, top, a), top,
         a);
-    // The interval (vcvttps2dq, not fptosi, which is poison for NaN: a NaN's
-    // index is some interval, its t NaN) and t = a - i/2, exact (Sterbenz).
-    Value i =
-        b.create<LLVM::CallIntrinsicOp>(
-             k.loc, v8i, "llvm.x86.avx.cvtt.ps2dq.256",
-             ValueRange{b.create<arith::MulFOp>(k.loc, a, k.splatF(2.f, 8))})
-            .getResult(0);
-    Value t = b.create<math::FmaOp>(
-        k.loc, b.create<arith::SIToFPOp>(k.loc, v8f, i), k.splatF(-0.5f, 8), a);
-    auto coef = [&](int c) -> Value {
+    // The interval and t = a - i * width, exact (Sterbenz).
+    Value i = truncate(
+        b.create<arith::MulFOp>(k.loc, a, k.splatF(1.f / width, lanes)));
+    Value t =
+        b.create<math::FmaOp>(k.loc, b.create<arith::SIToFPOp>(k.loc, vf, i),
+                              k.splatF(-width, lanes), a);
+    auto coef = [&](int64_t c) -> Value {
       Value table = b.create<arith::ConstantOp>(
-          k.loc, v8f,
-          DenseElementsAttr::get(v8f, ArrayRef<float>(coefs[c], 8)));
+          k.loc, vf, DenseElementsAttr::get(vf, coefs.slice(c * lanes, lanes)));
       return b
-          .create<LLVM::CallIntrinsicOp>(k.loc, v8f, "llvm.x86.avx2.permps",
+          .create<LLVM::CallIntrinsicOp>(k.loc, vf, permute,
                                          ValueRange{table, i})
           .getResult(0);
     };
-    Value p = coef(9);
-    for (int c = 8; c >= 0; --c)
+    Value p = coef(degree);
+    for (int64_t c = degree - 1; c >= 0; --c)
       p = b.create<math::FmaOp>(k.loc, p, t, coef(c));
     parts.push_back(b.create<math::CopySignOp>(k.loc, p, v));
   }
@@ -413,30 +387,69 @@ static Value erfAvx2(KB &k, Value x) {
 
 Value KB::erf(Value x) {
   auto vt = dyn_cast<VectorType>(x.getType());
-  // AVX2 (FMA without AVX-512): its own polynomials, 8 lanes at a time; a
-  // scalar (a map's remainder) as lane 0 of the vector code, so that it
-  // agrees with the map's body.
-  if (hasFma && !avx512) {
-    if (!vt)
-      return b.create<vector::ExtractOp>(loc, erfAvx2(*this, splat(x, 8)),
-                                         ArrayRef<int64_t>{0});
-    if (vt.getNumElements() % 8 == 0)
-      return erfAvx2(*this, x);
-  }
-  if (!avx512 || (vt && vt.getNumElements() % 16))
+  // Our own polynomials on FMA targets (erfByIntervals): 16 intervals of
+  // 1/4 per 16 lanes with AVX-512, 8 of 1/2 per 8 lanes (one ymm vpermps)
+  // on AVX2; elsewhere MLIR's expansion.
+  const int64_t lanes = avx512 ? 16 : 8;
+  if (!hasFma || (vt && vt.getNumElements() % lanes))
     return b.create<math::ErfOp>(loc, x);
   if (!vt) {
     // Lane 0 of the vector code: a map's remainder agrees with its body.
-    Value lanes = erf(splat(x, 16));
-    return b.create<vector::ExtractOp>(loc, lanes, ArrayRef<int64_t>{0});
+    Value all = erf(splat(x, lanes));
+    return b.create<vector::ExtractOp>(loc, all, ArrayRef<int64_t>{0});
   }
-  // erf on [0, 4) in 16 intervals of 1/4, each a polynomial of degree 7 in
-  // t = |x| - i/4 (interval 0: x q(x^2), which keeps small x's relative
-  // precision); row k holds the coefficients of t^k, one lane per
-  // interval. scripts/erf_coefficients.py fits them and measures 2.26 ulps
-  // at worst; MLIR's expansion (three rational pieces chosen by 22
-  // selects, and a vdivps) measured 4.33, at about twice the instructions.
-  static const float coefs[8][16] = {
+  if (!avx512) {
+    // Degree 9 per interval of 1/2 (`scripts/erf_coefficients.py --avx2`
+    // fits them and measures 2.38 ulps at worst). MLIR's expansion, which
+    // this replaces there, took about 60 instructions and a vdivps per 8
+    // lanes; this takes 27 and none.
+    static const float coefs8[10][8] = {
+        {0.000000000e+00f, 5.204998851e-01f, 8.427007794e-01f, 9.661051631e-01f,
+         9.953222871e-01f, 9.995930195e-01f, 9.999778867e-01f,
+         9.999992847e-01f},
+        {1.128379226e+00f, 8.787825704e-01f, 4.151074886e-01f, 1.189302877e-01f,
+         2.066698484e-02f, 2.178284340e-03f, 1.392530539e-04f,
+         5.399424481e-06f},
+        {0.000000000e+00f, -4.393912852e-01f, -4.151075482e-01f,
+         -1.783954203e-01f, -4.133396968e-02f, -5.445713177e-03f,
+         -4.177590890e-04f, -1.889785381e-05f},
+        {-3.761261404e-01f, -1.464637369e-01f, 1.383702308e-01f,
+         1.387514621e-01f, 4.822292551e-02f, 8.350162767e-03f, 7.890990819e-04f,
+         4.229193655e-05f},
+        {0.000000000e+00f, 1.830798090e-01f, 6.917043030e-02f,
+         -4.459194466e-02f, -3.444440290e-02f, -8.623338304e-03f,
+         -1.044381293e-03f, -6.767094601e-05f},
+        {1.128293276e-01f, 7.316946983e-03f, -6.907660514e-02f,
+         -1.491750870e-02f, 1.308417600e-02f, 6.124655716e-03f,
+         1.016458147e-03f, 8.176088886e-05f},
+        {0.000000000e+00f, -4.997860640e-02f, 4.107500892e-03f,
+         1.955592260e-02f, 4.857910390e-04f, -2.832433442e-03f,
+         -7.378696464e-04f, -7.609009481e-05f},
+        {-2.676359750e-02f, 5.079809111e-03f, 1.663022488e-02f,
+         -5.373567808e-03f, -3.471822012e-03f, 6.408133195e-04f,
+         3.911595559e-04f, 5.336813047e-05f},
+        {0.000000000e+00f, 1.101966668e-02f, -7.426303346e-03f,
+         -1.347068930e-03f, 1.803327468e-03f, 8.583038289e-05f,
+         -1.391557307e-04f, -2.556468826e-05f},
+        {4.730064888e-03f, -3.862441052e-03f, 8.230036474e-04f,
+         8.929072646e-04f, -3.582159115e-04f, -7.389645180e-05f,
+         2.541108370e-05f, 6.235134151e-06f},
+    };
+    auto v8i = VectorType::get({8}, i32);
+    return erfByIntervals(*this, x, 8, ArrayRef<float>(&coefs8[0][0], 80),
+                          "llvm.x86.avx2.permps", [&](Value scaled) {
+                            return b
+                                .create<LLVM::CallIntrinsicOp>(
+                                    loc, v8i, "llvm.x86.avx.cvtt.ps2dq.256",
+                                    ValueRange{scaled})
+                                .getResult(0);
+                          });
+  }
+  // Degree 7 per interval of 1/4. scripts/erf_coefficients.py fits them
+  // and measures 2.26 ulps at worst; MLIR's expansion (three rational
+  // pieces chosen by 22 selects, and a vdivps) measured 4.33, at about
+  // twice the instructions.
+  static const float coefs16[8][16] = {
       {0.000000000e+00f, 2.763263881e-01f, 5.204998851e-01f, 7.111556530e-01f,
        8.427007794e-01f, 9.229001403e-01f, 9.661051631e-01f, 9.866716862e-01f,
        9.953222871e-01f, 9.985373020e-01f, 9.995930195e-01f, 9.998993874e-01f,
@@ -477,40 +490,18 @@ Value KB::erf(Value x) {
        5.279979086e-04f, 2.673522977e-04f, 1.029130945e-04f, 3.184594607e-05f,
        8.149155292e-06f},
   };
-  auto v16f = VectorType::get({16}, f32);
   auto v16i = VectorType::get({16}, i32);
   auto mask = b.create<arith::ConstantIntOp>(loc, -1, 16);
   auto direction = b.create<arith::ConstantIntOp>(loc, 4, 32);
-  return per16(x, [&](ArrayRef<Value> v) -> Value {
-    // |x| below 4 (from 4 on erf rounds to 1), NaN kept: c < a ? c : a is
-    // one vminps, which returns a where either is NaN.
-    Value a = b.create<math::AbsFOp>(loc, v[0]);
-    Value top = splatF(3.9999998f, 16);
-    a = select(b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::OLT, top, a),
-               top, a);
-    // The interval (vcvttps2dq: a NaN's index is some interval, its t NaN)
-    // and t = a - i/4, exact (Sterbenz).
-    Value i = b.create<LLVM::CallIntrinsicOp>(
-                   loc, v16i, "llvm.x86.avx512.mask.cvttps2dq.512",
-                   ValueRange{b.create<arith::MulFOp>(loc, a, splatF(4.f, 16)),
-                              intLike(v16i, 0), mask, direction})
-                  .getResult(0);
-    Value t = b.create<math::FmaOp>(
-        loc, b.create<arith::SIToFPOp>(loc, v16f, i), splatF(-0.25f, 16), a);
-    auto coef = [&](int k) -> Value {
-      Value table = b.create<arith::ConstantOp>(
-          loc, v16f,
-          DenseElementsAttr::get(v16f, ArrayRef<float>(coefs[k], 16)));
-      return b
-          .create<LLVM::CallIntrinsicOp>(
-              loc, v16f, "llvm.x86.avx512.permvar.sf.512", ValueRange{table, i})
-          .getResult(0);
-    };
-    Value p = coef(7);
-    for (int k = 6; k >= 0; --k)
-      p = b.create<math::FmaOp>(loc, p, t, coef(k));
-    return b.create<math::CopySignOp>(loc, p, v[0]);
-  });
+  return erfByIntervals(
+      *this, x, 16, ArrayRef<float>(&coefs16[0][0], 128),
+      "llvm.x86.avx512.permvar.sf.512", [&](Value scaled) {
+        return b
+            .create<LLVM::CallIntrinsicOp>(
+                loc, v16i, "llvm.x86.avx512.mask.cvttps2dq.512",
+                ValueRange{scaled, intLike(v16i, 0), mask, direction})
+            .getResult(0);
+      });
 }
 
 Value KB::floatLike(Type like, float v) {
