@@ -582,6 +582,17 @@ LogicalResult GraphLowering::lowerConv(Operation *op, bool int8, int in, int o,
   // A 5x5's two groups carry twice the registers of columns (widened
   // once, where emitDot4 widens each use): 240 at 14x14 0.058 -> 0.082.
   s.splitRows = s.columns && dotSumsPairs(target.isa) && s.rowGroups() == 1;
+  // AVX2's two-row bands of 16 channels held 16 ymm of sums and 8 of
+  // carried columns and spilled about 90 stack moves per 64 outputs; in
+  // blocks of 8 channels they take 8 and 4, and each 16-lane epilogue
+  // vector holds two pixels. Fastest of 6 kernel-bench runs, 4 rounds (AMD
+  // family 25 model 1): 72 channels at 28x28 22-33 -> 36-42 GOPS (no
+  // masked half block), 960 at 7x7 30-39 -> 38-43, 144 at 56x56 level;
+  // paired plans, 1 thread: MobileNetV2 0.979, MobileNetV3-small 0.979. A
+  // chain's one-row bands keep 16 channels: 4 pixels of 8 halve the
+  // epilogue's independent work (EfficientNet-B0 1.023).
+  s.halfBlocks = s.splitRows && target.isa == Isa::AVX2 && IC % 8 == 0 &&
+                 !ep.chain && !ep.hasResidual && residual < 0;
   // Whole blocks of 64 channels in interleave64's order, where the epilogue
   // stores quantized pixels whole (no residual).
   if (s.columns && hasAvx512(target.isa) && ep.quantOut && !ep.hasResidual &&
@@ -614,7 +625,9 @@ LogicalResult GraphLowering::lowerConv(Operation *op, bool int8, int in, int o,
         for (int64_t r = 0; r < s.rows; ++r) {
           int64_t row = r * s.SH + kh;
           packed16[((kw * s.rows + r) * rowGroups + row / 4) * C16 * 4 +
-                   c / 16 * 64 + splitPairIndex(c % 16, row % 4)] =
+                   (s.halfBlocks
+                        ? c / 8 * 32 + halfPairIndex(c % 8, row % 4)
+                        : c / 16 * 64 + splitPairIndex(c % 16, row % 4))] =
               static_cast<int16_t>(w);
         }
       else if (!bytes)
@@ -648,6 +661,7 @@ LogicalResult GraphLowering::lowerConv(Operation *op, bool int8, int in, int o,
       (!int8 || s.floatSums ? "4x16"
        : !s.columns         ? "1x16"
        : s.wideBlocks       ? (s.rows == 2 ? "2x2x64" : "2x64")
+       : s.halfBlocks       ? (s.rows == 2 ? "2x4x8" : "4x8")
        : s.rows == 2        ? "2x4x16"
                             : "4x16") +
       s.ep.chainName;

@@ -1101,11 +1101,15 @@ static Value pairSums(KB &k, Isa isa, Value acc,
                       function_ref<Value(int64_t, int64_t, int64_t)> a,
                       function_ref<Value(int64_t, int64_t, int64_t)> w) {
   assert(dotSumsPairs(isa) && "pairSums is for pmaddwd ISAs");
+  // A half's i16 lanes: two per sum (16 sums, or 8 in halfBlocks).
+  const int64_t halfLanes =
+      2 * cast<VectorType>(acc.getType()).getNumElements();
   const int64_t words = pmaddWords(isa);
+  assert(halfLanes % words == 0 && "whole vpmaddwd operands");
   SmallVector<Value> halves;
   for (int64_t h = 0; h < 2; ++h) {
     SmallVector<Value> parts;
-    for (int64_t off = 0; off < 32; off += words)
+    for (int64_t off = 0; off < halfLanes; off += words)
       parts.push_back(pmaddwd(k, isa, a(h, off, words), w(h, off, words)));
     halves.push_back(k.concat(parts));
   }
@@ -1156,15 +1160,16 @@ Value qatc::codegen::emitDot4Bytes(KB &k, Value acc, Value q, Value w,
 
 Value qatc::codegen::emitDot4Rows(KB &k, Isa isa, Value acc, Value p02,
                                   Value p13, Value w) {
+  const int64_t sums = cast<VectorType>(acc.getType()).getNumElements();
   Value w16 = k.b.create<vector::BitCastOp>(
-      k.loc, VectorType::get({64}, k.b.getI16Type()), w);
+      k.loc, VectorType::get({4 * sums}, k.b.getI16Type()), w);
   return pairSums(
       k, isa, acc,
       [&](int64_t h, int64_t off, int64_t n) {
         return k.slice(h == 0 ? p02 : p13, off / n, n);
       },
       [&](int64_t h, int64_t off, int64_t n) {
-        return k.slice(w16, (32 * h + off) / n, n);
+        return k.slice(w16, (2 * sums * h + off) / n, n);
       });
 }
 
@@ -1198,9 +1203,11 @@ static void storePacked(KB &k, Value qi, bool isSigned, ArrayRef<Value> outs,
                         Value mask, bool clamped = true, bool offset128 = false,
                         bool interleaved64 = false,
                         std::optional<int64_t> byteLo = std::nullopt,
-                        std::optional<int64_t> byteHi = std::nullopt) {
+                        std::optional<int64_t> byteHi = std::nullopt,
+                        bool pairedPixels = false) {
   assert(hasBytePacks(k) && (k.avx512 || !interleaved64) &&
          "packs of zmm (AVX-512) or ymm (AVX2)");
+  assert((!pairedPixels || !k.avx512) && "paired pixels in ymm packs");
   OpBuilder &b = k.b;
   // Parts narrowed together: four by zmm packs, two by ymm packs.
   const int64_t group = k.avx512 ? 4 : 2;
@@ -1267,17 +1274,28 @@ static void storePacked(KB &k, Value qi, bool isSigned, ArrayRef<Value> outs,
     Value dw = b.create<vector::BitCastOp>(k.loc, dwordsType, bytes);
     dw = b.create<vector::ShuffleOp>(k.loc, dw, dw, order);
     bytes = b.create<vector::BitCastOp>(k.loc, bytesType, dw);
-    for (int64_t i = 0; i < n; ++i)
-      k.maskedStore(k.slice(bytes, i), outs[first + i], mask);
+    for (int64_t i = 0; i < n; ++i) {
+      if (!pairedPixels) {
+        k.maskedStore(k.slice(bytes, i), outs[first + i], mask);
+        continue;
+      }
+      // A part's 16 bytes: 8 channels of each of its two pixels.
+      Value part = k.slice(bytes, i);
+      for (int64_t h = 0; h < 2; ++h)
+        k.store(k.slice(part, h, 8), outs[2 * (first + i) + h]);
+    }
   }
 }
 
 Value qatc::codegen::emitEpilogue(KB &k, const Epilogue &ep,
                                   ArrayRef<Value> accs, Value c0, Value mask,
                                   ArrayRef<Value> outs, ArrayRef<Value> res,
-                                  bool interleaved64) {
+                                  bool interleaved64, bool pairedPixels) {
   OpBuilder &b = k.b;
   const int64_t parts = accs.size(), lanes = 16 * parts;
+  assert((!pairedPixels ||
+          (!interleaved64 && res.empty() && outs.size() == 2 * accs.size())) &&
+         "paired pixels: two pointers per vector, no residual");
   assert((!interleaved64 ||
           (parts % 4 == 0 && ep.quantOut && k.avx512 && !ep.resF32 &&
            (res.empty() || res.size() == outs.size()))) &&
@@ -1293,6 +1311,10 @@ Value qatc::codegen::emitEpilogue(KB &k, const Epilogue &ep,
   // constants), so reordered here.
   auto channelVecAt = [&](int64_t off, Value first, Type elem, bool natural) {
     auto vt = VectorType::get({16}, elem ? elem : k.f32);
+    if (pairedPixels)
+      return k.tile(k.load(VectorType::get({8}, vt.getElementType()),
+                           k.weightsAt(off, first, 4)),
+                    2 * parts);
     if (!interleaved64)
       return k.tile(k.load(vt, k.weightsAt(off, first, 4)), parts);
     // One base register, constant displacements.
@@ -1339,7 +1361,7 @@ Value qatc::codegen::emitEpilogue(KB &k, const Epilogue &ep,
     if (!offset128 && ep.outZp)
       qi = b.create<arith::AddIOp>(k.loc, qi, k.splatI(ep.outZp, lanes, k.i32));
     storePacked(k, qi, isSigned, outs, mask, /*clamped=*/false, offset128,
-                interleaved64, byteLo, byteHi);
+                interleaved64, byteLo, byteHi, pairedPixels);
   };
   // Before a residual add: the conv's own quantized value minus its zero
   // point, an integer in f32.
@@ -1524,13 +1546,20 @@ Value qatc::codegen::emitEpilogue(KB &k, const Epilogue &ep,
                                approximate, saturatesBelow, saturatesAbove);
       storePacked(k, qi, ep.qmin < 0, outs, mask,
                   /*clamped=*/!saturatesBelow && !saturatesAbove,
-                  /*offset128=*/false, interleaved64);
+                  /*offset128=*/false, interleaved64, std::nullopt,
+                  std::nullopt, pairedPixels);
       return Value();
     }
     y = k.quantize(y, ep.outScale, ep.outZp, lo, hi, finite, a, z, approximate);
   }
-  for (int64_t i = 0; i < parts; ++i)
-    k.maskedStore(k.slice(y, i), outs[i], mask);
+  for (int64_t i = 0; i < parts; ++i) {
+    if (!pairedPixels) {
+      k.maskedStore(k.slice(y, i), outs[i], mask);
+      continue;
+    }
+    for (int64_t h = 0; h < 2; ++h)
+      k.store(k.slice(y, 2 * i + h, 8), outs[2 * i + h]);
+  }
   return ep.quantOut ? Value() : y;
 }
 
@@ -1592,6 +1621,38 @@ void epilogueAt(KB &k, const ConvSpec &s, ArrayRef<Value> accs,
       assert(y && !interleaved64 && "only an f32 result is handed back");
       for (size_t i = 0; i < n; ++i)
         stored->push_back(k.slice(y, i));
+    }
+  }
+}
+
+/// epilogueAt for 8 channels from `c` (DepthwiseSpec::halfBlocks): `accs`
+/// holds one vector<8xi32> per pixel of `pix`, two pixels go to a vector
+/// of emitEpilogue's `pairedPixels` (an odd last one fills both halves and
+/// is stored twice), so a batch has as many independent chains as
+/// epilogueAt's. `stored` receives each pixel's 8 f32 results, in order.
+void pairedEpilogueAt(KB &k, const ConvSpec &s, ArrayRef<Value> accs,
+                      ArrayRef<Value> pix, Value c,
+                      SmallVectorImpl<Value> *stored = nullptr) {
+  assert(!s.ep.hasResidual && "no residual in 8-channel blocks");
+  SmallVector<Value> parts, outs;
+  for (size_t p = 0; p < pix.size(); p += 2) {
+    size_t q = std::min(p + 1, pix.size() - 1);
+    parts.push_back(k.concat({accs[p], accs[q]}));
+    for (size_t i : {p, q})
+      outs.push_back(k.at(s.outOff, k.add(k.mul(pix[i], k.c(s.outCS)), c),
+                          s.ep.quantOut ? 1 : 4));
+  }
+  const size_t batch = epilogueBatch(k);
+  for (size_t first = 0; first < parts.size(); first += batch) {
+    size_t n = std::min(batch, parts.size() - first);
+    Value y =
+        emitEpilogue(k, s.ep, ArrayRef<Value>(parts).slice(first, n), c,
+                     Value(), ArrayRef<Value>(outs).slice(2 * first, 2 * n), {},
+                     /*interleaved64=*/false, /*pairedPixels=*/true);
+    if (stored) {
+      assert(y && "only an f32 result is handed back");
+      for (size_t i = 0; i < 2 * n && 2 * first + i < pix.size(); ++i)
+        stored->push_back(k.slice(y, i, 8));
     }
   }
 }
@@ -2147,18 +2208,20 @@ static Value interleaveRows(KB &k, Isa isa, ArrayRef<Value> x) {
       k.loc, v16i32, b.create<vector::ShuffleOp>(k.loc, lo, hi, quadMask));
 }
 
-/// emitDot4Rows's operands from 4 rows of 16 channels' bytes (vector<16xi8>
-/// each): rows 0 and 2, then 1 and 3, each channel's two bytes adjacent as
-/// i16 (a byte interleave and a widening per 8 channels, in order).
+/// emitDot4Rows's operands from 4 rows of 16 (or 8) channels' bytes
+/// (vector<16xi8> each): rows 0 and 2, then 1 and 3, each channel's two
+/// bytes adjacent as i16 (a byte interleave and a widening per 8 channels,
+/// in order).
 static std::pair<Value, Value> splitRows(KB &k, ArrayRef<Value> x) {
   OpBuilder &b = k.b;
-  auto v32i16 = VectorType::get({32}, b.getI16Type());
+  const int64_t n = cast<VectorType>(x[0].getType()).getNumElements();
+  auto pairsType = VectorType::get({2 * n}, b.getI16Type());
   auto pairOf = [&](Value a, Value c) -> Value {
     SmallVector<int64_t> idx;
-    for (int64_t ch = 0; ch < 16; ++ch)
-      idx.append({ch, 16 + ch});
+    for (int64_t ch = 0; ch < n; ++ch)
+      idx.append({ch, n + ch});
     return b.create<arith::ExtUIOp>(
-        k.loc, v32i16, b.create<vector::ShuffleOp>(k.loc, a, c, idx));
+        k.loc, pairsType, b.create<vector::ShuffleOp>(k.loc, a, c, idx));
   };
   return {pairOf(x[0], x[2]), pairOf(x[1], x[3])};
 }
@@ -2226,7 +2289,11 @@ static void emitDepthwiseColumns(KB &k, Isa isa, const DepthwiseSpec &s) {
   const int64_t chunk = s.chunkPixels(), chunks = s.chunks();
   // The wide blocks of 64 channels first, then blocks of 16.
   const int64_t wide = s.wideBlocks;
-  const int64_t blocks = wide + (C16 - 64 * wide) / 16;
+  // Channels per narrow block: 8 in halfBlocks (C a multiple of 8).
+  const int64_t chans = s.halfBlocks ? 8 : 16;
+  assert((!s.halfBlocks || (s.C % 8 == 0 && s.splitRows && !wide)) &&
+         "8-channel blocks of whole row pairs");
+  const int64_t blocks = s.halfBlocks ? s.C / 8 : wide + (C16 - 64 * wide) / 16;
   // Work items (image, band, chunk, channel block), the block fastest: the
   // threads split even a 7x7 map evenly.
   auto [begin, end] = k.share(s.N * bands * chunks * blocks);
@@ -2254,14 +2321,15 @@ static void emitDepthwiseColumns(KB &k, Isa isa, const DepthwiseSpec &s) {
     auto block = [&](int64_t nrows, Value c0, int64_t V, int64_t lanes,
                      Value first, Value end) {
       const int64_t np = V == 1 ? kPixels : 2;
-      auto vIn = VectorType::get({16 * V}, k.i8);
-      Value mask = k.prefixMask(16, k.c(lanes));
-      Value zero = k.splatI(0, 16 * V, k.i8);
+      auto vIn = VectorType::get({chans * V}, k.i8);
+      Value mask = k.prefixMask(chans, k.c(lanes));
+      Value zero = k.splatI(0, chans * V, k.i8);
       // The block's per-channel arrays from one base register: constant
       // displacements, not a register (spilled) per array.
       Value wBase = k.gep(k.weights, k.mul(c0, k.c(4)));
       auto channelsAt = [&](int64_t off, int64_t v) {
-        return k.load(v16i32, k.gep(wBase, off + 64 * v));
+        return k.load(VectorType::get({chans}, k.i32),
+                      k.gep(wBase, off + 64 * v));
       };
       SmallVector<Value> corr, w; // w: [kw][output row][row group]
       for (int64_t v = 0; v < V; ++v)
@@ -2272,7 +2340,7 @@ static void emitDepthwiseColumns(KB &k, Isa isa, const DepthwiseSpec &s) {
       auto weight = [&](int64_t i, int64_t v) {
         if (s.splitRows)
           return k.load(
-              VectorType::get({64}, k.b.getI16Type()),
+              VectorType::get({4 * chans}, k.b.getI16Type()),
               k.gep(k.weights,
                     k.add(k.mul(c0, k.c(8)), k.c(s.weightOff + i * C16 * 8))));
         return V == 1 ? w[i] : channelsAt(s.weightOff + i * C16 * 4, v);
@@ -2322,8 +2390,9 @@ static void emitDepthwiseColumns(KB &k, Isa isa, const DepthwiseSpec &s) {
           Value p = padding ? padAt : k.gep(rowBase[t], colOff);
           if (colOk)
             p = k.select(colOk, p, padAt);
-          x.push_back(V > 1 || lanes == 16 ? k.load(vIn, p)
-                                           : k.maskedLoad(vIn, p, mask, zero));
+          x.push_back(V > 1 || lanes == chans
+                          ? k.load(vIn, p)
+                          : k.maskedLoad(vIn, p, mask, zero));
         }
         if (V > 1)
           return interleave64(k, x);
@@ -2382,6 +2451,27 @@ static void emitDepthwiseColumns(KB &k, Isa isa, const DepthwiseSpec &s) {
         if (!s.splitRows)
           for (Value &a : acc)
             a = dotAccFinish(k, isa, a);
+        if (s.halfBlocks) {
+          // Every row's pixels in one run of paired epilogues: as many
+          // independent chains as a 16-channel row's.
+          SmallVector<Value> pix, stored;
+          for (int64_t r = 0; r < nrows; ++r) {
+            Value pixRow = k.mul(k.add(k.mul(n, k.c(s.OH)), k.add(oh0, k.c(r))),
+                                 k.c(s.OW));
+            for (int64_t p = 0; p < count; ++p)
+              pix.push_back(k.add(pixRow, k.add(ow0, k.c(p))));
+          }
+          pairedEpilogueAt(k, s, acc, pix, c0, sums ? &stored : nullptr);
+          for (int64_t r = 0; r < nsums; ++r) {
+            Value sum = in[carried * groups * CV + r];
+            for (int64_t p = 0; p < count; ++p)
+              sum =
+                  k.b.create<arith::AddFOp>(k.loc, sum, stored[r * count + p]);
+            rowSums.push_back(sum);
+          }
+          out.append(rowSums);
+          return out;
+        }
         for (int64_t r = 0; r < nrows; ++r) {
           Value pixRow =
               k.mul(k.add(k.mul(n, k.c(s.OH)), k.add(oh0, k.c(r))), k.c(s.OW));
@@ -2421,7 +2511,7 @@ static void emitDepthwiseColumns(KB &k, Isa isa, const DepthwiseSpec &s) {
         for (int64_t g = 0; g < groups; ++g)
           carry.append(column(iwFirst, staticFirst, j, g, true));
       for (int64_t r = 0; r < nsums; ++r)
-        carry.push_back(k.splatF(0.f, 16));
+        carry.push_back(k.splatF(0.f, chans));
       // Only the tiles at a row's ends read columns outside the image: the
       // others take the version without checks.
       if (full)
@@ -2468,9 +2558,12 @@ static void emitDepthwiseColumns(KB &k, Isa isa, const DepthwiseSpec &s) {
     Value last =
         k.b.create<arith::MinSIOp>(k.loc, k.add(first, k.c(chunk)), k.c(full));
     // Block blk's first channel: 64 per wide block before it, 16 after.
-    Value c0 = k.add(
-        k.mul(blk, k.c(16)),
-        k.mul(k.b.create<arith::MinSIOp>(k.loc, blk, k.c(wide)), k.c(48)));
+    Value c0 =
+        s.halfBlocks
+            ? k.mul(blk, k.c(8))
+            : k.add(k.mul(blk, k.c(16)),
+                    k.mul(k.b.create<arith::MinSIOp>(k.loc, blk, k.c(wide)),
+                          k.c(48)));
     // The remainder rows and channels take their own constant versions.
     auto rows = [&](int64_t V, int64_t lanes) {
       if (s.OH % R == 0)
@@ -2481,8 +2574,8 @@ static void emitDepthwiseColumns(KB &k, Isa isa, const DepthwiseSpec &s) {
           [&] { block(s.OH % R, c0, V, lanes, first, last); });
     };
     auto narrow = [&] {
-      if (s.C % 16 == 0)
-        return rows(1, 16);
+      if (s.C % chans == 0)
+        return rows(1, chans);
       k.ifElse(
           k.lt(blk, k.c(blocks - 1)), [&] { rows(1, 16); },
           [&] { rows(1, s.C % 16); });

@@ -294,7 +294,9 @@ mlir::Value dotAccFinish(KB &k, Isa isa, mlir::Value acc);
 /// acc (16 sums) + dot4 per channel of 16 channels' 4 rows, for ISAs that
 /// sum in pairs: `p02` and `p13` (vector<32xi16>) hold each channel's rows
 /// 0 and 2, 1 and 3, adjacent; `w` 64 i16 weights in splitPairIndex's order
-/// (channel, row). Each vpmaddwd pair sum is then a whole channel's.
+/// (channel, row). Each vpmaddwd pair sum is then a whole channel's. With
+/// 8 sums (AVX2), 8 channels: vector<16xi16> pairs, 32 weights in
+/// halfPairIndex's order.
 mlir::Value emitDot4Rows(KB &k, Isa isa, mlir::Value acc, mlir::Value p02,
                          mlir::Value p13, mlir::Value w);
 
@@ -303,6 +305,10 @@ mlir::Value emitDot4Rows(KB &k, Isa isa, mlir::Value acc, mlir::Value p02,
 /// (k0, k2) then (k1, k3), each output's pair adjacent.
 inline int64_t splitPairIndex(int64_t o, int64_t kk) {
   return kk % 2 * 32 + o * 2 + kk / 2;
+}
+/// splitPairIndex for 8 outputs (32 i16): (k0, k2) pairs, then (k1, k3).
+inline int64_t halfPairIndex(int64_t o, int64_t kk) {
+  return kk % 2 * 16 + o * 2 + kk / 2;
 }
 /// The broadcast operands of emitDot4Split for the dword `a` (i32 holding 4
 /// u8 k0..k3): i16 lanes (k0, k2) and (k1, k3), repeated.
@@ -443,13 +449,17 @@ struct Epilogue {
 /// arrays are stored in that order (`interleave64Index`), the result is
 /// quantized, and a residual (stored bytes) is one pointer per pixel.
 ///
+/// `pairedPixels`: each vector holds the 8 channels from c0 of two pixels
+/// (lanes 0-7 and 8-15), two pointers in `outs` per vector, every lane
+/// stored (no mask), no residual.
+///
 /// Returns the f32 result it stored (16 x accs.size() lanes), or a null
 /// value where it stored quantized bytes.
 mlir::Value emitEpilogue(KB &k, const Epilogue &ep,
                          llvm::ArrayRef<mlir::Value> accs, mlir::Value c0,
                          mlir::Value mask, llvm::ArrayRef<mlir::Value> outs,
                          llvm::ArrayRef<mlir::Value> res,
-                         bool interleaved64 = false);
+                         bool interleaved64 = false, bool pairedPixels = false);
 
 /// Where channel c of a block of 64 stands in the interleaved order of
 /// emitEpilogue's `interleaved64` (its own inverse: a 4x4 transpose of
@@ -593,6 +603,14 @@ struct DepthwiseSpec : ConvSpec {
   /// row][row group][C16 / 16][64 in splitPairIndex's order], columns split
   /// into row pairs (0, 2) and (1, 3) for emitDot4Rows.
   bool splitRows = false;
+  /// `splitRows` in blocks of 8 channels (AVX2, C a multiple of 8): each
+  /// pixel's sums one ymm, each column's row pairs two, so a tile's sums
+  /// and the columns it carries stay in registers (16 channels took 16 ymm
+  /// of sums and 8 of columns, and spilled); the weights i16 [kw][output
+  /// row][row group][C16 / 8][32 in halfPairIndex's order]. The epilogue
+  /// takes two pixels' 8 channels per vector (emitEpilogue's
+  /// `pairedPixels`).
+  bool halfBlocks = false;
   /// Groups of 4 input rows of a band.
   int64_t rowGroups() const { return ((rows - 1) * SH + KH + 3) / 4; }
   /// `rows` for this window: 2 when it costs no extra group, else 1.

@@ -107,7 +107,7 @@ func.func @main(%x: tensor<1x20x8x8xf32>) -> tensor<1x20x4x4xf32> {
 // CHECK-SAME: qatc.kernel = "int8-f32sum-depthwise 4x16"
 // CHECK: vector.fma
 // CHECK-LABEL: func.func @qatc_layer_2(
-// CHECK-SAME: qatc.kernel = "int8-depthwise 2x4x16"
+// CHECK-SAME: qatc.kernel = "int8-depthwise 2x4x8"
 // GENERIC-LABEL: func.func @qatc_layer_1(
 // GENERIC-SAME: qatc.kernel = "int8-f32sum-depthwise 4x16"
 // GENERIC-LABEL: func.func @qatc_layer_2(

@@ -10,10 +10,19 @@
 // RUN: qatc-opt %s --split-input-file --qat-lower --qat-layer-functions=target-cpu=avx2 | FileCheck %s --check-prefix=AVX2
 //
 // With AVX2's 16 registers a band is two output rows only where no chain
-// is fused: a chain's epilogue (SiLU here) takes one row at a time.
+// is fused: a chain's epilogue (SiLU here) takes one row at a time. Such
+// bands over a multiple of 8 channels go in blocks of 8 (halfBlocks): the
+// two carried columns' row pairs are 4 ymm of i16, each row's 8 bytes are
+// loaded, each vpmaddwd makes 8 sums, and each epilogue vector stores two
+// pixels' 8 bytes.
+// AVX2-LABEL: func.func @qatc_layer_1(
+// AVX2-SAME: qatc.kernel = "int8-depthwise 2x4x8"
+// AVX2: scf.for {{.*}} -> (vector<16xi16>, vector<16xi16>, vector<16xi16>, vector<16xi16>)
+// AVX2: llvm.load {{.*}} -> vector<8xi8>
+// AVX2: "llvm.x86.avx2.pmadd.wd"({{.*}}) : (vector<16xi16>, vector<16xi16>) -> vector<8xi32>
+// AVX2: llvm.store {{.*}} : vector<8xi8>, !llvm.ptr
 // AVX2: qatc.kernel = "int8-depthwise 2x4x16"
-// AVX2: qatc.kernel = "int8-depthwise 2x4x16"
-// AVX2: qatc.kernel = "int8-depthwise 2x4x16"
+// AVX2: qatc.kernel = "int8-depthwise 2x4x8"
 // AVX2: qatc.kernel = "int8-depthwise 4x16 +sigmoid+mul +row sums"
 
 // 32 channels (two whole blocks) on a 12x10 map: two whole tiles of 4

@@ -394,20 +394,21 @@ def channel_shuffle_case(b, c, hw):
     return [1, 8] + list(hw), b.act_qdq(out, 0.1), [1, 8] + list(hw)
 
 
-def squeeze_excitation_case(b, c, hw, k, stride=1, n=1, project=0):
+def squeeze_excitation_case(b, c, hw, k, stride=1, n=1, project=0, act="silu"):
     """Squeeze-excitation's start: a depthwise conv with SiLU, whose f32
     result a GlobalAveragePool reads, gated back by the Sigmoid of the mean
     (the depthwise layer sums each band's pixels for the pool as it stores
     them). With `project`, the quantized gated map feeds a 1x1 conv to that many
     channels, which runs the gating Mul on the pixels each thread's share
-    reads (GraphLowering::denseConv)."""
+    reads (GraphLowering::denseConv). `act` "relu" puts a Relu where the
+    SiLU goes."""
     h, w = hw
     p = k // 2
     x = b.act_qdq("x", 0.05)
     bias = b.const("b", b.rng.normal(0, 0.2, c).astype(np.float32))
     y = b.node("Conv", [x, b.weight([c, 1, k, k]), bias], kernel_shape=[k, k],
                strides=[stride, stride], pads=[p] * 4, group=c)
-    y = silu(b, y, c)
+    y = silu(b, y, c) if act == "silu" else b.node("Relu", [y])
     gate = b.node("Sigmoid", [b.node("GlobalAveragePool", [y])])
     out = b.act_qdq(b.node("Mul", [y, gate]), 0.05)
     oh, ow = out_size(h, k, stride, p, p, 1), out_size(w, k, stride, p, p, 1)
@@ -515,6 +516,12 @@ CASES = {
     # leaves a one-row band at each image's bottom.
     "depthwise_c33_3x3_odd_rows_batch2": lambda b: conv_case(
         b, 33, 33, (11, 7), 3, pads=(1, 1, 1, 1), group=33, n=2),
+    # Without VNNI, 3x3 bands over a multiple of 8 channels go in blocks of
+    # 8, two pixels per epilogue vector: an odd pixel count per row (the
+    # tail of 3 pairs its last pixel with itself) and a 16-channel block's
+    # half left over (40 channels).
+    "depthwise_c40_3x3_odd_rows_batch2": lambda b: conv_case(
+        b, 40, 40, (9, 7), 3, pads=(1, 1, 1, 1), group=40, n=2),
     "depthwise_c24_5x5_s1": lambda b: conv_case(b, 24, 24, (9, 13), 5,
                                                 pads=(2, 2, 2, 2), group=24),
     "depthwise_c16_3x3_asym_pad": lambda b: conv_case(b, 16, 16, (8, 8), 3,
@@ -556,6 +563,10 @@ CASES = {
     # 5x5 rows of 150 pixels in 2 chunks, the last with a tail of 2.
     "depthwise_silu_pool_c40_odd_rows_batch2": lambda b: squeeze_excitation_case(
         b, 40, (9, 13), 3, n=2),
+    # Without a chain the 3x3 bands go in blocks of 8 channels on AVX2
+    # (halfBlocks), whose sums are 8 lanes a row.
+    "depthwise_relu_pool_c40_odd_rows_batch2": lambda b: squeeze_excitation_case(
+        b, 40, (9, 13), 3, n=2, act="relu"),
     "depthwise_silu_pool_c24_3x3_s2": lambda b: squeeze_excitation_case(
         b, 24, (11, 11), 3, stride=2),
     "depthwise_silu_pool_c40_5x5_chunks": lambda b: squeeze_excitation_case(
