@@ -528,6 +528,10 @@ CASES = {
                                                       pads=(0, 1, 1, 0), group=16),
     "depthwise_c20_3x3_tiny_map": lambda b: conv_case(b, 20, 20, (3, 2), 3,
                                                       pads=(1, 1, 1, 1), group=20),
+    # 8-channel blocks (halfBlocks) on a map of one tail tile per row: 3
+    # pixels, the last paired with itself; a one-row band at the bottom.
+    "depthwise_c24_3x3_tiny_map": lambda b: conv_case(b, 24, 24, (3, 3), 3,
+                                                      pads=(1, 1, 1, 1), group=24),
     # Dilated int8 depthwise interleaves 4 taps per dword (not columns).
     "depthwise_c20_3x3_dil2": lambda b: conv_case(b, 20, 20, (9, 8), 3, dil=2,
                                                   pads=(2, 2, 2, 2), group=20),
