@@ -626,7 +626,7 @@ LogicalResult GraphLowering::lowerConv(Operation *op, bool int8, int in, int o,
           int64_t row = r * s.SH + kh;
           packed16[((kw * s.rows + r) * rowGroups + row / 4) * C16 * 4 +
                    (s.halfBlocks
-                        ? c / 8 * 32 + halfPairIndex(c % 8, row % 4)
+                        ? c / 8 * 32 + splitPairIndex(c % 8, row % 4, 8)
                         : c / 16 * 64 + splitPairIndex(c % 16, row % 4))] =
               static_cast<int16_t>(w);
         }

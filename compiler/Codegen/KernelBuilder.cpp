@@ -1199,6 +1199,13 @@ static bool hasBytePacks(const KB &k) { return k.hasFma; }
 ///
 /// `byteLo` / `byteHi`: bounds of the stored value applied to the packed
 /// bytes (a vpmaxub / vpminub, or signed, per 64), where set.
+/// Part `i` of emitEpilogue's `pairedPixels` (16 lanes: 8 channels of each
+/// of two pixels) to its two pixels' pointers, outs[2i] and outs[2i + 1].
+static void storePixelPair(KB &k, Value part, ArrayRef<Value> outs, int64_t i) {
+  for (int64_t h = 0; h < 2; ++h)
+    k.store(k.slice(part, h, 8), outs[2 * i + h]);
+}
+
 static void storePacked(KB &k, Value qi, bool isSigned, ArrayRef<Value> outs,
                         Value mask, bool clamped = true, bool offset128 = false,
                         bool interleaved64 = false,
@@ -1275,14 +1282,10 @@ static void storePacked(KB &k, Value qi, bool isSigned, ArrayRef<Value> outs,
     dw = b.create<vector::ShuffleOp>(k.loc, dw, dw, order);
     bytes = b.create<vector::BitCastOp>(k.loc, bytesType, dw);
     for (int64_t i = 0; i < n; ++i) {
-      if (!pairedPixels) {
+      if (pairedPixels)
+        storePixelPair(k, k.slice(bytes, i), outs, first + i);
+      else
         k.maskedStore(k.slice(bytes, i), outs[first + i], mask);
-        continue;
-      }
-      // A part's 16 bytes: 8 channels of each of its two pixels.
-      Value part = k.slice(bytes, i);
-      for (int64_t h = 0; h < 2; ++h)
-        k.store(k.slice(part, h, 8), outs[2 * (first + i) + h]);
     }
   }
 }
@@ -1553,12 +1556,10 @@ Value qatc::codegen::emitEpilogue(KB &k, const Epilogue &ep,
     y = k.quantize(y, ep.outScale, ep.outZp, lo, hi, finite, a, z, approximate);
   }
   for (int64_t i = 0; i < parts; ++i) {
-    if (!pairedPixels) {
+    if (pairedPixels)
+      storePixelPair(k, k.slice(y, i), outs, i);
+    else
       k.maskedStore(k.slice(y, i), outs[i], mask);
-      continue;
-    }
-    for (int64_t h = 0; h < 2; ++h)
-      k.store(k.slice(y, 2 * i + h, 8), outs[2 * i + h]);
   }
   return ep.quantOut ? Value() : y;
 }
@@ -1570,6 +1571,12 @@ namespace {
 /// Intel AMX hosts 8 (EfficientNet-B0 int8, whose SiLU epilogues run on the
 /// VNNI kernel there: 6.0 -> 5.5 ms, Xeon family 6 model 207).
 size_t epilogueBatch(const KB &k) { return k.reciprocalDivision ? 8 : 4; }
+
+/// Channel `c` of output pixel `pix` (a flat N*OH*OW index) of `s`.
+Value outputAt(KB &k, const ConvSpec &s, Value pix, Value c) {
+  return k.at(s.outOff, k.add(k.mul(pix, k.c(s.outCS)), c),
+              s.ep.quantOut ? 1 : 4);
+}
 
 } // namespace
 
@@ -1608,8 +1615,7 @@ void epilogueAt(KB &k, const ConvSpec &s, ArrayRef<Value> accs,
     size_t n = std::min<size_t>(batch, pix.size() - first);
     SmallVector<Value> outs, res;
     for (size_t i = first; i < first + n; ++i) {
-      Value channel = k.add(k.mul(pix[i], k.c(s.outCS)), c);
-      outs.push_back(k.at(s.outOff, channel, s.ep.quantOut ? 1 : 4));
+      outs.push_back(outputAt(k, s, pix[i], c));
       if (s.ep.hasResidual)
         res.push_back(k.at(s.ep.resOff,
                            k.add(k.mul(pix[i], k.c(s.ep.resCS)), c),
@@ -1639,8 +1645,7 @@ void pairedEpilogueAt(KB &k, const ConvSpec &s, ArrayRef<Value> accs,
     size_t q = std::min(p + 1, pix.size() - 1);
     parts.push_back(k.concat({accs[p], accs[q]}));
     for (size_t i : {p, q})
-      outs.push_back(k.at(s.outOff, k.add(k.mul(pix[i], k.c(s.outCS)), c),
-                          s.ep.quantOut ? 1 : 4));
+      outs.push_back(outputAt(k, s, pix[i], c));
   }
   const size_t batch = epilogueBatch(k);
   for (size_t first = 0; first < parts.size(); first += batch) {

@@ -296,19 +296,16 @@ mlir::Value dotAccFinish(KB &k, Isa isa, mlir::Value acc);
 /// 0 and 2, 1 and 3, adjacent; `w` 64 i16 weights in splitPairIndex's order
 /// (channel, row). Each vpmaddwd pair sum is then a whole channel's. With
 /// 8 sums (AVX2), 8 channels: vector<16xi16> pairs, 32 weights in
-/// halfPairIndex's order.
+/// splitPairIndex's order for 8 outputs.
 mlir::Value emitDot4Rows(KB &k, Isa isa, mlir::Value acc, mlir::Value p02,
                          mlir::Value p13, mlir::Value w);
 
 /// Where byte `kk` (0-3) of output `o` (0-15) of a K step's 16 outputs
 /// stands in the 64 bytes emitDot4Split reads: two halves of 16 byte pairs,
-/// (k0, k2) then (k1, k3), each output's pair adjacent.
-inline int64_t splitPairIndex(int64_t o, int64_t kk) {
-  return kk % 2 * 32 + o * 2 + kk / 2;
-}
-/// splitPairIndex for 8 outputs (32 i16): (k0, k2) pairs, then (k1, k3).
-inline int64_t halfPairIndex(int64_t o, int64_t kk) {
-  return kk % 2 * 16 + o * 2 + kk / 2;
+/// (k0, k2) then (k1, k3), each output's pair adjacent. (`outputs`: 8 for
+/// emitDot4Rows' 8-channel blocks, 32 values.)
+inline int64_t splitPairIndex(int64_t o, int64_t kk, int64_t outputs = 16) {
+  return kk % 2 * 2 * outputs + o * 2 + kk / 2;
 }
 /// The broadcast operands of emitDot4Split for the dword `a` (i32 holding 4
 /// u8 k0..k3): i16 lanes (k0, k2) and (k1, k3), repeated.
@@ -607,7 +604,8 @@ struct DepthwiseSpec : ConvSpec {
   /// pixel's sums one ymm, each column's row pairs two, so a tile's sums
   /// and the columns it carries stay in registers (16 channels took 16 ymm
   /// of sums and 8 of columns, and spilled); the weights i16 [kw][output
-  /// row][row group][C16 / 8][32 in halfPairIndex's order]. The epilogue
+  /// row][row group][C16 / 8][32 in splitPairIndex's order for 8]. The
+  /// epilogue
   /// takes two pixels' 8 channels per vector (emitEpilogue's
   /// `pairedPixels`).
   bool halfBlocks = false;
