@@ -516,22 +516,12 @@ CASES = {
     # leaves a one-row band at each image's bottom.
     "depthwise_c33_3x3_odd_rows_batch2": lambda b: conv_case(
         b, 33, 33, (11, 7), 3, pads=(1, 1, 1, 1), group=33, n=2),
-    # Without VNNI, 3x3 bands over a multiple of 8 channels go in blocks of
-    # 8, two pixels per epilogue vector: an odd pixel count per row (the
-    # tail of 3 pairs its last pixel with itself) and a 16-channel block's
-    # half left over (40 channels).
-    "depthwise_c40_3x3_odd_rows_batch2": lambda b: conv_case(
-        b, 40, 40, (9, 7), 3, pads=(1, 1, 1, 1), group=40, n=2),
     "depthwise_c24_5x5_s1": lambda b: conv_case(b, 24, 24, (9, 13), 5,
                                                 pads=(2, 2, 2, 2), group=24),
     "depthwise_c16_3x3_asym_pad": lambda b: conv_case(b, 16, 16, (8, 8), 3,
                                                       pads=(0, 1, 1, 0), group=16),
     "depthwise_c20_3x3_tiny_map": lambda b: conv_case(b, 20, 20, (3, 2), 3,
                                                       pads=(1, 1, 1, 1), group=20),
-    # 8-channel blocks (halfBlocks) on a map of one tail tile per row: 3
-    # pixels, the last paired with itself; a one-row band at the bottom.
-    "depthwise_c24_3x3_tiny_map": lambda b: conv_case(b, 24, 24, (3, 3), 3,
-                                                      pads=(1, 1, 1, 1), group=24),
     # Dilated int8 depthwise interleaves 4 taps per dword (not columns).
     "depthwise_c20_3x3_dil2": lambda b: conv_case(b, 20, 20, (9, 8), 3, dil=2,
                                                   pads=(2, 2, 2, 2), group=20),
@@ -567,10 +557,6 @@ CASES = {
     # 5x5 rows of 150 pixels in 2 chunks, the last with a tail of 2.
     "depthwise_silu_pool_c40_odd_rows_batch2": lambda b: squeeze_excitation_case(
         b, 40, (9, 13), 3, n=2),
-    # Without a chain the 3x3 bands go in blocks of 8 channels on AVX2
-    # (halfBlocks), whose sums are 8 lanes a row.
-    "depthwise_relu_pool_c40_odd_rows_batch2": lambda b: squeeze_excitation_case(
-        b, 40, (9, 13), 3, n=2, act="relu"),
     "depthwise_silu_pool_c24_3x3_s2": lambda b: squeeze_excitation_case(
         b, 24, (11, 11), 3, stride=2),
     "depthwise_silu_pool_c40_5x5_chunks": lambda b: squeeze_excitation_case(
@@ -714,6 +700,22 @@ CASES = {
     # A projection whose residual Add is quantized too: the add's two FMAs
     # after the product's own quantization, the residual read as rows.
     "matmul_residual_requantized": lambda b: matmul_residual_case(b, 11, 40, True, True),
+    # (New cases go last: a case's index seeds its data and picks its zero
+    # point, so a case inserted above moves every later one's.)
+    # Without VNNI, 3x3 bands over a multiple of 8 channels go in blocks of
+    # 8, two pixels per epilogue vector: an odd pixel count per row (the
+    # tail of 3 pairs its last pixel with itself) and a 16-channel block's
+    # half left over (40 channels).
+    "depthwise_c40_3x3_odd_rows_batch2": lambda b: conv_case(
+        b, 40, 40, (9, 7), 3, pads=(1, 1, 1, 1), group=40, n=2),
+    # 8-channel blocks (halfBlocks) on a map of one tail tile per row: 3
+    # pixels, the last paired with itself; a one-row band at the bottom.
+    "depthwise_c24_3x3_tiny_map": lambda b: conv_case(b, 24, 24, (3, 3), 3,
+                                                      pads=(1, 1, 1, 1), group=24),
+    # Without a chain the 3x3 bands go in blocks of 8 channels on AVX2
+    # (halfBlocks), whose sums are 8 lanes a row.
+    "depthwise_relu_pool_c40_odd_rows_batch2": lambda b: squeeze_excitation_case(
+        b, 40, (9, 13), 3, n=2, act="relu"),
 }
 
 # Activation quantization variants (int8 and uint8, zero points off 0).
