@@ -2456,51 +2456,48 @@ static void emitDepthwiseColumns(KB &k, Isa isa, const DepthwiseSpec &s) {
         if (!s.splitRows)
           for (Value &a : acc)
             a = dotAccFinish(k, isa, a);
-        if (s.halfBlocks) {
-          // Every row's pixels in one run of paired epilogues: as many
-          // independent chains as a 16-channel row's.
-          SmallVector<Value> pix, stored;
-          for (int64_t r = 0; r < nrows; ++r) {
-            Value pixRow = k.mul(k.add(k.mul(n, k.c(s.OH)), k.add(oh0, k.c(r))),
-                                 k.c(s.OW));
-            for (int64_t p = 0; p < count; ++p)
-              pix.push_back(k.add(pixRow, k.add(ow0, k.c(p))));
-          }
-          pairedEpilogueAt(k, s, acc, pix, c0, sums ? &stored : nullptr);
-          for (int64_t r = 0; r < nsums; ++r) {
-            Value sum = in[carried * groups * CV + r];
-            for (int64_t p = 0; p < count; ++p)
-              sum =
-                  k.b.create<arith::AddFOp>(k.loc, sum, stored[r * count + p]);
-            rowSums.push_back(sum);
-          }
-          out.append(rowSums);
-          return out;
-        }
-        for (int64_t r = 0; r < nrows; ++r) {
+        // Row r's output pixels (flat N*OH*OW indices).
+        auto rowPixels = [&](int64_t r) {
           Value pixRow =
               k.mul(k.add(k.mul(n, k.c(s.OH)), k.add(oh0, k.c(r))), k.c(s.OW));
           SmallVector<Value> pix;
           for (int64_t p = 0; p < count; ++p)
             pix.push_back(k.add(pixRow, k.add(ow0, k.c(p))));
+          return pix;
+        };
+        // Row r's sum: its carried part plus its pixels' f32 results, in
+        // pixel order.
+        auto addRowSum = [&](int64_t r, ArrayRef<Value> stored) {
+          Value sum = in[carried * groups * CV + r];
+          for (Value y : stored)
+            sum = k.b.create<arith::AddFOp>(k.loc, sum, y);
+          rowSums.push_back(sum);
+        };
+        if (s.halfBlocks) {
+          // Every row's pixels in one run of paired epilogues: as many
+          // independent chains as a 16-channel row's.
+          SmallVector<Value> pix, stored;
+          for (int64_t r = 0; r < nrows; ++r)
+            pix.append(rowPixels(r));
+          pairedEpilogueAt(k, s, acc, pix, c0, sums ? &stored : nullptr);
+          for (int64_t r = 0; r < nsums; ++r)
+            addRowSum(r, ArrayRef<Value>(stored).slice(r * count, count));
+        }
+        for (int64_t r = 0; r < nrows && !s.halfBlocks; ++r) {
+          SmallVector<Value> pix = rowPixels(r);
           ArrayRef<Value> rowAcc =
               ArrayRef<Value>(acc).slice(r * count * V, count * V);
           if (V == 1) {
             SmallVector<Value> stored;
             epilogueAt(k, s, rowAcc, pix, c0, mask, false,
                        sums ? &stored : nullptr);
-            if (sums) {
-              Value sum = in[carried * groups * CV + r];
-              for (Value y : stored)
-                sum = k.b.create<arith::AddFOp>(k.loc, sum, y);
-              rowSums.push_back(sum);
-            }
+            if (sums)
+              addRowSum(r, stored);
             continue;
           }
           SmallVector<Value> outs;
           for (Value p : pix)
-            outs.push_back(
-                k.at(s.outOff, k.add(k.mul(p, k.c(s.outCS)), c0), 1));
+            outs.push_back(outputAt(k, s, p, c0));
           emitEpilogue(k, s.ep, rowAcc, c0, mask, outs, {},
                        /*interleaved64=*/true);
         }

@@ -605,8 +605,7 @@ struct DepthwiseSpec : ConvSpec {
   /// and the columns it carries stay in registers (16 channels took 16 ymm
   /// of sums and 8 of columns, and spilled); the weights i16 [kw][output
   /// row][row group][C16 / 8][32 in splitPairIndex's order for 8]. The
-  /// epilogue
-  /// takes two pixels' 8 channels per vector (emitEpilogue's
+  /// epilogue takes two pixels' 8 channels per vector (emitEpilogue's
   /// `pairedPixels`).
   bool halfBlocks = false;
   /// Groups of 4 input rows of a band.
