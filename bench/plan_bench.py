@@ -18,7 +18,9 @@ With --rounds R every measurement (qatc, ORT, the compare target, PyTorch)
 is taken R times, the contenders alternating within each round, and each
 figure is the median of its rounds' medians: a host whose speed changes
 for minutes at a time (another tenant on the core) then slows every
-contender alike instead of whichever ran during it.
+contender alike instead of whichever ran during it. Within a round each
+contender runs its thread counts back to back, and the thread-scaling
+table gives the median of the rounds' ratios.
 
 With --ort-u8 every float model with a Q/DQ twin is also quantized with
 ONNX Runtime's own static recipe (bench/ort_qdq.py: uint8 activations,
@@ -137,11 +139,12 @@ def main():
     torch_failed = set()
     for _ in range(args.rounds):
         for name, model, plan, feeds, plan2 in specs:
+            # Each contender's thread counts back to back, so that a
+            # model's 1- and 2-thread medians of a round are seconds apart
+            # and the scaling table can pair them by round.
             for t in args.threads:
                 got = samples.setdefault((name, t), {})
-                n = runs_for[(name, t)]
-                q = bench(plan, t, n)
-                o = ort_time(model, feeds, t, n)
+                q = bench(plan, t, runs_for[(name, t)])
                 # Conv/matmul layers of the plan's main precision, against
                 # that precision's peak as `qatc bench` measures it
                 # (rt::measureHostPeak).
@@ -156,13 +159,18 @@ def main():
                 pk = q["fp32_peak_gops"] if prec == "fp32" else q["peak_gops"]
                 peak = 2 * macs / (ms * 1e-3) / 1e9 / pk * 100 if ms else 0
                 got.setdefault("qatc", []).append(q["median_ms"])
-                got.setdefault("ort", []).append(o)
-                if name in ort_u8:
-                    got.setdefault("ortu8", []).append(
-                        ort_time(ort_u8[name], feeds, t, n))
                 got.setdefault("peak", []).append(peak)
-                if plan2:
-                    got.setdefault("other", []).append(bench(plan2, t, n)["median_ms"])
+            for t in args.threads:
+                samples[(name, t)].setdefault("ort", []).append(
+                    ort_time(model, feeds, t, runs_for[(name, t)]))
+            if name in ort_u8:
+                for t in args.threads:
+                    samples[(name, t)].setdefault("ortu8", []).append(
+                        ort_time(ort_u8[name], feeds, t, runs_for[(name, t)]))
+            if plan2:
+                for t in args.threads:
+                    samples[(name, t)].setdefault("other", []).append(
+                        bench(plan2, t, runs_for[(name, t)])["median_ms"])
         # PyTorch in the same round; a model it cannot quantize is tried once.
         for base in torch_bases:
             for t in args.threads:
@@ -227,19 +235,22 @@ def main():
             print(f"{base:22s} {t:3d} {of:9.3f} {oi:9.3f}{ucol} {tcol} {qf:9.3f} "
                   f"{qi:9.3f}  {oi / qi:10.2f}x {of / qi:10.2f}x {tvs} "
                   f"{qf / qi:10.2f}x {pi:15.1f}{ocol}")
-    # Thread scaling: each model's median on the fewest threads over its
-    # median on each other count, qatc beside ORT (the same runs as above).
+    # Thread scaling: each round's median on the fewest threads over its
+    # median on each other count (measured back to back), the median of
+    # those ratios over the rounds, qatc beside ORT. On a shared host a
+    # slow minute then spoils one round's ratio, not a whole column.
     ts = sorted(set(args.threads))
     if len(ts) > 1:
-        by = {(name, t): (o, q) for name, t, o, q, *_ in rows}
+        def scaling(name, t, what):
+            a, b = samples[(name, ts[0])][what], samples[(name, t)][what]
+            return med([x / y for x, y in zip(a, b)])
         print()
         cols = "".join(f" {'qatc %d/%d' % (t, ts[0]):>10s} {'ORT %d/%d' % (t, ts[0]):>9s}"
                        for t in ts[1:])
         print(f"{'model':28s}{cols}")
         for name, *_ in specs:
-            o0, q0 = by[(name, ts[0])]
             print(f"{name:28s}" + "".join(
-                f" {q0 / by[(name, t)][1]:9.2f}x {o0 / by[(name, t)][0]:8.2f}x"
+                f" {scaling(name, t, 'qatc'):9.2f}x {scaling(name, t, 'ort'):8.2f}x"
                 for t in ts[1:]))
     return 0
 
