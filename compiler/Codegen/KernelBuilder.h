@@ -538,6 +538,8 @@ struct DenseConvSpec : ConvSpec {
   }
   /// A kernel row's taps are adjacent pixels, and a pixel holds exactly its
   /// K steps: the row is one run of KW * kSteps() steps (emitDenseConv).
+  /// Rows of more than 8 steps (3x3 over 64 channels) ran slower as one
+  /// run than tap by tap (docs/Design.md).
   bool foldsRows() const {
     return !pointwise() && DW == 1 && KW > 1 && KW <= W && kSteps() <= 8 &&
            inCS * (int8 ? 1 : 4) == kSteps() * 4;
