@@ -454,9 +454,10 @@ LogicalResult GraphLowering::denseConv(
   // (256 KiB: an L2's share): then each writes the rows the next layer's
   // thread reads. EfficientNet-B0 int8 on 2 threads: its depthwise layers
   // read the other core's channel half of every row before. With AVX-512
-  // at any size: a block's weights come from L3 once per layer either way,
-  // while splitting the channels makes each thread read every pixel, half
-  // of them from the other core's L2 (a 1x1 832 -> 384 f32 layer at 7x7
+  // at any size: each thread then streams every block's weights from L3
+  // (twice the weight traffic of two halves, which the L3 serves), while
+  // splitting the channels makes each thread read every pixel, half of
+  // them from the other core's L2 (a 1x1 832 -> 384 f32 layer at 7x7
   // took 0.20 ms on 2 threads against 0.25 on one; zoo plans 0.970-1.003
   // of their time on 2 threads, docs/Design.md). AVX2 hosts' 512 KB L2s
   // were not measured.
