@@ -160,17 +160,16 @@ def main():
                 peak = 2 * macs / (ms * 1e-3) / 1e9 / pk * 100 if ms else 0
                 got.setdefault("qatc", []).append(q["median_ms"])
                 got.setdefault("peak", []).append(peak)
-            for t in args.threads:
-                samples[(name, t)].setdefault("ort", []).append(
-                    ort_time(model, feeds, t, runs_for[(name, t)]))
+            others = [("ort", lambda t, n: ort_time(model, feeds, t, n))]
             if name in ort_u8:
-                for t in args.threads:
-                    samples[(name, t)].setdefault("ortu8", []).append(
-                        ort_time(ort_u8[name], feeds, t, runs_for[(name, t)]))
+                others.append(("ortu8", lambda t, n: ort_time(
+                    ort_u8[name], feeds, t, n)))
             if plan2:
+                others.append(("other", lambda t, n: bench(plan2, t, n)["median_ms"]))
+            for what, timed in others:
                 for t in args.threads:
-                    samples[(name, t)].setdefault("other", []).append(
-                        bench(plan2, t, runs_for[(name, t)])["median_ms"])
+                    samples[(name, t)].setdefault(what, []).append(
+                        timed(t, runs_for[(name, t)]))
         # PyTorch in the same round; a model it cannot quantize is tried once.
         for base in torch_bases:
             for t in args.threads:

@@ -490,8 +490,8 @@ struct DenseConvSpec : ConvSpec {
   /// Threads share the pixels (each every channel block over its range), not
   /// the (block, tile) pairs: each writes whole rows, the rows the next
   /// layer's threads read (depthwise, pooling, means and pointwise layers
-  /// split by rows). Set where the weights are small, since each thread
-  /// then reads all of them.
+  /// split by rows). Each thread then reads all the weights: set with
+  /// AVX-512, else where the weights are small (GraphLowering::denseConv).
   bool splitPixels = false;
   /// int8 weights in splitPairIndex's order within each K step's 16
   /// outputs, for emitDot4Split (avx2, generic).
