@@ -463,9 +463,20 @@ LogicalResult GraphLowering::denseConv(
   // were not measured.
   const int64_t NB = s.NV * 16, blocks = (s.OC + NB - 1) / NB;
   const int64_t tiles = (s.N * s.OH * s.OW + s.MR - 1) / s.MR;
+  // Unless an even split of a small map (emitDenseConv's tiles of MR and
+  // MR - 1 pixels) makes 2 threads compute overlapping tiles: a 7x7 map's
+  // 25 pixels a thread take 3 tiles of 11 in 12x32 tiles (f32 blocks over
+  // 768 KB, chooseTile), 33 pixels' work; splitting the blocks then
+  // balances them, and halves the weights each thread streams. ResNet-18
+  // fp32's three layer4 3x3 convolutions (9.4 MB of weights), 2 threads:
+  // 0.63 -> 0.57-0.58 ms each (AMD family 26 model 2).
+  const int64_t P = s.N * s.OH * s.OW, half = (P + 1) / 2;
+  const int64_t halfTiles = (half + s.MR - 1) / s.MR;
+  const bool overlapping =
+      tiles < 32 && s.MR > 1 && 20 * halfTiles * (s.MR - 1) > 23 * half;
   s.splitPixels = (hasAvx512(target.isa) ||
                    blocks * s.windowSteps() * NB * 4 <= 256 * 1024) &&
-                  tiles >= 4;
+                  tiles >= 4 && (!overlapping || blocks < 2);
   std::string kernel = denseKernelName(s);
   std::vector<int> ins = {in}, outs = {outT};
   if (residual >= 0)
