@@ -151,11 +151,13 @@ DenseConvSpec GraphLowering::packDense(
   // 37 K steps where it took 49. AMD family 25 model 1, 1 thread: the 7x7
   // stride-2 stem 3->64 at 224 2.75 -> 2.20 ms (fastest of 12); whole
   // plans, paired: SqueezeNet 0.940, GoogLeNet 0.94, ResNet-18 0.977.
-  // Only where the products cost two multiplies per 32 (emitDot4Split,
-  // emitDot4Bytes): AVX-512's 7x7 stems took 6-12 % longer from patches
-  // (uncompacted), and are not measured compacted.
-  s.compactTaps = dotSumsPairs(target.isa) && !s.packedInArena && !s.KC &&
-                  s.patchable() &&
+  // With AVX-512 too, though uncompacted 7x7 patches (49 steps) were 6-12 %
+  // slower than reading the rows in place: 37 steps pay for the copies.
+  // AMD family 26 model 2, 1 thread, per layer: the 7x7 stems of ResNet-18
+  // 0.330 -> 0.278 ms, ResNet-50 0.337 -> 0.288, GoogLeNet 0.344 -> 0.285,
+  // SqueezeNet 0.545 -> 0.447, DenseNet-121 0.363 -> 0.340; the 3x3 ones
+  // 0.93-1.03 (EfficientNet-B0's, whose SiLU epilogue bounds it, 1.03).
+  s.compactTaps = !s.packedInArena && !s.KC && s.patchable() &&
                   (s.KH * s.KW * s.IC + 3) / 4 < s.KH * s.KW * s.kSteps();
   // Inputs that may be negative take vpmaddubsw too, through vpsignb
   // (emitDot4Bytes' `sign`), where no weight is -128: 2x32 tiles that keep

@@ -1744,8 +1744,8 @@ void qatc::codegen::emitDenseConv(KB &k, Isa isa, const DenseConvSpec &s) {
   // spilled around the vpdpbusd, and the K loop ran 3 steps at a time.
   // Xeon family 6 model 207, 1 thread: MobileNetV2's stem 0.117 -> 0.075
   // ms, ShuffleNetV2's 0.109 -> 0.073, MobileNetV3-small's 0.128 -> 0.094.
-  // Not for larger windows: the 7x7 stems (6x64 tiles, 49 K steps) took
-  // 6-12 % longer. Without AVX-512 they take compact patches (37 K steps,
+  // Uncompacted, the 7x7 stems (6x64 tiles, 49 K steps) took 6-12 % longer
+  // than read in place; they take compact patches (37 K steps,
   // DenseConvSpec::compactTaps).
   const int64_t windowSteps = s.windowSteps();
   const int64_t rowBytes = s.KW * inPixelBytes;

@@ -111,20 +111,23 @@ func.func @main(%x: tensor<1x8x20x40xf32>) -> tensor<1x16x10x20xf32> {
 
 // -----
 
-// The int8 3x3 stride-2 stem over 3 channels (9 K steps): each tile copies
-// its pixels' windows into a stack buffer of 16 patches of 48 bytes (3 rows
-// of 12 bytes, the last copied as 16), a row inside the image as one
-// 16-byte vector, else tap by tap (the padding's dword where the tap lies
-// outside); then one K loop of 9 steps reads the patches.
+// The int8 3x3 stride-2 stem over 3 channels: each tile copies its pixels'
+// windows into a stack buffer of 16 patches of 48 bytes, a row inside the
+// image as one 16-byte vector whose taps' 3 real channels a byte shuffle
+// moves together (3 rows of 9 bytes, DenseConvSpec::compactTaps), else tap
+// by tap (the padding's dword where the tap lies outside); then one K loop
+// of 7 steps (27 bytes; 9 when each tap took its padded dword) reads the
+// patches.
 // CHECK-LABEL: func.func @qatc_layer_1(
-// CHECK-SAME: qatc.kernel = "vnni-conv 16x16"
+// CHECK-SAME: qatc.kernel = "vnni-conv 16x16 3-channel taps"
 // CHECK: %[[BUF:.*]] = llvm.alloca %{{.*}} x !llvm.array<768 x i8>
 // CHECK: scf.if
 // CHECK: llvm.load %{{.*}} : !llvm.ptr -> vector<16xi8>
+// CHECK-NEXT: vector.shuffle %{{.*}} [0, 1, 2, 4, 5, 6, 8, 9, 10,
 // CHECK: } else {
 // CHECK: llvm.load %{{.*}} : !llvm.ptr -> vector<4xi8>
 // CHECK: llvm.getelementptr %[[BUF]][%c720_i64]
-// CHECK: scf.for %{{.*}} = %{{.*}} to %c9_i64
+// CHECK: scf.for %{{.*}} = %{{.*}} to %c7_i64
 // CHECK: llvm.x86.avx512.vpdpbusd.512
 // CHECK-NOT: scf.if {{.*}} -> (vector
 // CHECK: func.func @qatc_layer_2(
