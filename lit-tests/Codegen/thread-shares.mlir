@@ -139,3 +139,40 @@ func.func @main(%x: tensor<1x64x16x16xf32>) -> tensor<1x64x16x16xf32> {
   %a = onnx.Conv(%x, %w) {kernel_shape = array<i64: 1, 1>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : (tensor<1x64x16x16xf32>, tensor<64x64x1x1xf32>) -> tensor<1x64x16x16xf32>
   return %a : tensor<1x64x16x16xf32>
 }
+
+// -----
+
+// 512 -> 512 channels 3x3 in f32 over 7x7 (12x32 tiles): an even split of
+// the 49 pixels would give each of 2 threads 25 in 3 overlapping tiles of
+// 11, 33 pixels' work, so the threads share the 16 blocks x 5 tiles
+// instead. Over 8x8 the 32 pixels a thread fit 3 tiles of 11 and 10 (33,
+// within 15 %): the threads share the 6 tiles and the 64 pixels.
+// CHECK: func.func @qatc_layer_1(
+// CHECK-SAME: qatc.kernel = "fp32-fma-conv 12x32"
+// CHECK: %[[LO:.*]] = arith.andi %arg2, %c4294967295_i64
+// CHECK: %[[ITEMS:.*]] = arith.constant 80 : i64
+// CHECK-NEXT: arith.muli %[[LO]], %[[ITEMS]]
+// CHECK: func.func @qatc_layer_2(
+func.func @main(%x: tensor<1x512x7x7xf32>) -> tensor<1x512x7x7xf32> {
+  %w = onnx.Constant dense<0.25> : tensor<512x512x3x3xf32>
+  %b = onnx.Constant dense<0.5> : tensor<512xf32>
+  %c = onnx.Conv(%x, %w, %b) {kernel_shape = array<i64: 3, 3>, strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>} : (tensor<1x512x7x7xf32>, tensor<512x512x3x3xf32>, tensor<512xf32>) -> tensor<1x512x7x7xf32>
+  return %c : tensor<1x512x7x7xf32>
+}
+
+// -----
+
+// CHECK: func.func @qatc_layer_1(
+// CHECK-SAME: qatc.kernel = "fp32-fma-conv 12x32"
+// CHECK: %[[LO:.*]] = arith.andi %arg2, %c4294967295_i64
+// CHECK: %[[TILES:.*]] = arith.constant 6 : i64
+// CHECK-NEXT: arith.muli %[[LO]], %[[TILES]]
+// CHECK: %[[PIXELS:.*]] = arith.constant 64 : i64
+// CHECK-NEXT: arith.muli %[[LO]], %[[PIXELS]]
+// CHECK: func.func @qatc_layer_2(
+func.func @main(%x: tensor<1x512x8x8xf32>) -> tensor<1x512x8x8xf32> {
+  %w = onnx.Constant dense<0.25> : tensor<512x512x3x3xf32>
+  %b = onnx.Constant dense<0.5> : tensor<512xf32>
+  %c = onnx.Conv(%x, %w, %b) {kernel_shape = array<i64: 3, 3>, strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>} : (tensor<1x512x8x8xf32>, tensor<512x512x3x3xf32>, tensor<512xf32>) -> tensor<1x512x8x8xf32>
+  return %c : tensor<1x512x8x8xf32>
+}
