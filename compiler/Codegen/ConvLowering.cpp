@@ -94,6 +94,18 @@ void GraphLowering::chooseTile(DenseConvSpec &s) const {
 }
 
 int64_t GraphLowering::tileRows(const DenseConvSpec &s, int64_t nv) const {
+  // A 1x1 int8 convolution with a residual add spends as long in its
+  // epilogue as in its K loop, and a 6x64 tile's epilogue (about 330
+  // instructions) does not overlap the next tile's K loop (docs/Design.md).
+  // In 4x64 tiles it overlaps more: AMD family 26 model 2, 1 thread,
+  // ResNet-50 int8's 16 such layers 0.94-1.00 of their time (0.97 in all, 5
+  // rounds); 3 and 5 pixels were 1.01-1.02 against 4. Paired plans:
+  // ResNet-50 0.992 (2 threads 0.979), EfficientNet-B0 0.993, MobileNetV2
+  // 0.997, the transformer 1.002 (2 threads 0.94-1.01). Not for 3x3 ones
+  // (ResNet-18's 1.03-1.04), nor without a residual (neutral).
+  if (hasAvx512(target.isa) && nv >= 4 && s.int8 && s.ep.hasResidual &&
+      s.KH == 1 && s.KW == 1)
+    return 4;
   if (hasAvx512(target.isa))
     return nv >= 4 ? 6 : nv == 3 ? 8 : nv == 2 ? 12 : 16;
   // emitDot4Bytes holds weights and the ones it multiplies pair sums by in

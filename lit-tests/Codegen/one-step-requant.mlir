@@ -201,3 +201,43 @@ func.func @main(%x: tensor<1x64x6x6xf32>, %r: tensor<1x48x6x6xf32>) -> tensor<1x
   %y = onnx.DequantizeLinear(%q2, %so, %z) : (tensor<1x48x6x6xui8>, tensor<f32>, tensor<ui8>) -> tensor<1x48x6x6xf32>
   return %y : tensor<1x48x6x6xf32>
 }
+
+// -----
+
+// Blocks of 64 channels: a 1x1 conv with a residual add takes 4x64 tiles
+// (its epilogue overlaps the next tile's K loop better than a 6x64 tile's,
+// GraphLowering::tileRows), a 3x3 one keeps 6x64.
+// CHECK-LABEL: func.func @qatc_layer_2({{.*}}qatc.kernel = "vnni-conv 4x64 +requantize+add"
+// CHECK-LABEL: func.func @qatc_layer_3({{.*}}qatc.kernel = "vnni-conv 6x64 +requantize+add"
+// AVX2-LABEL: func.func @qatc_layer_2({{.*}}+requantize+add"
+func.func @main(%x: tensor<1x64x6x6xf32>, %r: tensor<1x64x6x6xf32>) -> tensor<1x64x6x6xf32> {
+  %s = onnx.Constant dense<0.0473> : tensor<f32>
+  %z = onnx.Constant dense<0> : tensor<ui8>
+  %sr = onnx.Constant dense<0.0719> : tensor<f32>
+  %sc = onnx.Constant dense<0.0637> : tensor<f32>
+  %zc = onnx.Constant dense<128> : tensor<ui8>
+  %so = onnx.Constant dense<0.0891> : tensor<f32>
+  %ws = onnx.Constant dense<0.00731> : tensor<64xf32>
+  %wz = onnx.Constant dense<0> : tensor<64xi8>
+  %wq = onnx.Constant dense<3> : tensor<64x64x1x1xi8>
+  %wq3 = onnx.Constant dense<2> : tensor<64x64x3x3xi8>
+  %rq = onnx.QuantizeLinear(%r, %sr, %z) : (tensor<1x64x6x6xf32>, tensor<f32>, tensor<ui8>) -> tensor<1x64x6x6xui8>
+  %rd = onnx.DequantizeLinear(%rq, %sr, %z) : (tensor<1x64x6x6xui8>, tensor<f32>, tensor<ui8>) -> tensor<1x64x6x6xf32>
+  %q = onnx.QuantizeLinear(%x, %s, %z) : (tensor<1x64x6x6xf32>, tensor<f32>, tensor<ui8>) -> tensor<1x64x6x6xui8>
+  %dq = onnx.DequantizeLinear(%q, %s, %z) : (tensor<1x64x6x6xui8>, tensor<f32>, tensor<ui8>) -> tensor<1x64x6x6xf32>
+  %w = onnx.DequantizeLinear(%wq, %ws, %wz) {axis = 0 : i64} : (tensor<64x64x1x1xi8>, tensor<64xf32>, tensor<64xi8>) -> tensor<64x64x1x1xf32>
+  %c = onnx.Conv(%dq, %w) {kernel_shape = array<i64: 1, 1>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : (tensor<1x64x6x6xf32>, tensor<64x64x1x1xf32>) -> tensor<1x64x6x6xf32>
+  %cq = onnx.QuantizeLinear(%c, %sc, %zc) : (tensor<1x64x6x6xf32>, tensor<f32>, tensor<ui8>) -> tensor<1x64x6x6xui8>
+  %cd = onnx.DequantizeLinear(%cq, %sc, %zc) : (tensor<1x64x6x6xui8>, tensor<f32>, tensor<ui8>) -> tensor<1x64x6x6xf32>
+  %sum = onnx.Add(%cd, %rd) : (tensor<1x64x6x6xf32>, tensor<1x64x6x6xf32>) -> tensor<1x64x6x6xf32>
+  %sq = onnx.QuantizeLinear(%sum, %so, %z) : (tensor<1x64x6x6xf32>, tensor<f32>, tensor<ui8>) -> tensor<1x64x6x6xui8>
+  %sd = onnx.DequantizeLinear(%sq, %so, %z) : (tensor<1x64x6x6xui8>, tensor<f32>, tensor<ui8>) -> tensor<1x64x6x6xf32>
+  %w3 = onnx.DequantizeLinear(%wq3, %ws, %wz) {axis = 0 : i64} : (tensor<64x64x3x3xi8>, tensor<64xf32>, tensor<64xi8>) -> tensor<64x64x3x3xf32>
+  %c3 = onnx.Conv(%sd, %w3) {kernel_shape = array<i64: 3, 3>, strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>} : (tensor<1x64x6x6xf32>, tensor<64x64x3x3xf32>) -> tensor<1x64x6x6xf32>
+  %c3q = onnx.QuantizeLinear(%c3, %sc, %zc) : (tensor<1x64x6x6xf32>, tensor<f32>, tensor<ui8>) -> tensor<1x64x6x6xui8>
+  %c3d = onnx.DequantizeLinear(%c3q, %sc, %zc) : (tensor<1x64x6x6xui8>, tensor<f32>, tensor<ui8>) -> tensor<1x64x6x6xf32>
+  %sum3 = onnx.Add(%c3d, %sd) : (tensor<1x64x6x6xf32>, tensor<1x64x6x6xf32>) -> tensor<1x64x6x6xf32>
+  %q3 = onnx.QuantizeLinear(%sum3, %so, %z) : (tensor<1x64x6x6xf32>, tensor<f32>, tensor<ui8>) -> tensor<1x64x6x6xui8>
+  %y = onnx.DequantizeLinear(%q3, %so, %z) : (tensor<1x64x6x6xui8>, tensor<f32>, tensor<ui8>) -> tensor<1x64x6x6xf32>
+  return %y : tensor<1x64x6x6xf32>
+}
