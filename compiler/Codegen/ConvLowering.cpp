@@ -91,9 +91,6 @@ void GraphLowering::chooseTile(DenseConvSpec &s) const {
   // product's right-hand side packed at run time: Int8RhsPack).
   s.splitPairs = s.int8 && dotSumsPairs(target.isa);
   s.MR = tileRows(s, s.NV);
-}
-
-int64_t GraphLowering::tileRows(const DenseConvSpec &s, int64_t nv) const {
   // A 1x1 int8 convolution with a residual add spends as long in its
   // epilogue as in its K loop, and a 6x64 tile's epilogue (about 330
   // instructions) does not overlap the next tile's K loop (docs/Design.md).
@@ -103,9 +100,23 @@ int64_t GraphLowering::tileRows(const DenseConvSpec &s, int64_t nv) const {
   // ResNet-50 0.992 (2 threads 0.979), EfficientNet-B0 0.993, MobileNetV2
   // 0.997, the transformer 1.002 (2 threads 0.94-1.01). Not for 3x3 ones
   // (ResNet-18's 1.03-1.04), nor without a residual (neutral).
-  if (hasAvx512(target.isa) && nv >= 4 && s.int8 && s.ep.hasResidual &&
+  if (hasAvx512(target.isa) && s.NV >= 4 && s.int8 && s.ep.hasResidual &&
       s.KH == 1 && s.KW == 1)
-    return 4;
+    s.MR = 4;
+  // The same for 1x1 int8 convolutions of 48-channel blocks over at most 32
+  // channels (MobileNetV2's and EfficientNet-B0's first expansions, K loops
+  // of 4-8 steps beside a whole epilogue): AMD family 26 model 2, 1 thread,
+  // MobileNetV2's three 0.91-0.94 of their time (5 rounds), EfficientNet-
+  // B0's SiLU one 0.97; 3 and 5 pixels 1.01-1.11 against 4. Paired plans,
+  // 1 and 2 threads: MobileNetV2 0.998 and 0.984, EfficientNet-B0 0.998 and
+  // 0.990, MobileNetV3-small 1.001 and 0.968. Blocks of 32 channels
+  // measured no difference in 6 or 8 pixels, nor 64 in 4.
+  if (hasAvx512(target.isa) && s.NV == 3 && s.int8 && s.KH == 1 && s.KW == 1 &&
+      s.kSteps() <= 8)
+    s.MR = 4;
+}
+
+int64_t GraphLowering::tileRows(const DenseConvSpec &s, int64_t nv) const {
   if (hasAvx512(target.isa))
     return nv >= 4 ? 6 : nv == 3 ? 8 : nv == 2 ? 12 : 16;
   // emitDot4Bytes holds weights and the ones it multiplies pair sums by in

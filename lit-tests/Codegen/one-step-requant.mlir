@@ -241,3 +241,31 @@ func.func @main(%x: tensor<1x64x6x6xf32>, %r: tensor<1x64x6x6xf32>) -> tensor<1x
   %y = onnx.DequantizeLinear(%q3, %so, %z) : (tensor<1x64x6x6xui8>, tensor<f32>, tensor<ui8>) -> tensor<1x64x6x6xf32>
   return %y : tensor<1x64x6x6xf32>
 }
+
+// -----
+
+// A 1x1 conv over at most 32 channels into blocks of 48 (MobileNetV2's first
+// expansion) takes 4x48 tiles (GraphLowering::chooseTile); over 64 channels,
+// 8x48.
+// CHECK-LABEL: func.func @qatc_layer_1({{.*}}qatc.kernel = "vnni-conv 4x48"
+// CHECK-LABEL: func.func @qatc_layer_2({{.*}}qatc.kernel = "vnni-conv 8x48"
+func.func @main(%x: tensor<1x16x6x6xf32>) -> tensor<1x96x6x6xf32> {
+  %s = onnx.Constant dense<0.0473> : tensor<f32>
+  %z = onnx.Constant dense<0> : tensor<ui8>
+  %so = onnx.Constant dense<0.0891> : tensor<f32>
+  %ws = onnx.Constant dense<0.00731> : tensor<96xf32>
+  %wz = onnx.Constant dense<0> : tensor<96xi8>
+  %wq = onnx.Constant dense<3> : tensor<96x16x1x1xi8>
+  %wq2 = onnx.Constant dense<2> : tensor<96x96x1x1xi8>
+  %q = onnx.QuantizeLinear(%x, %s, %z) : (tensor<1x16x6x6xf32>, tensor<f32>, tensor<ui8>) -> tensor<1x16x6x6xui8>
+  %dq = onnx.DequantizeLinear(%q, %s, %z) : (tensor<1x16x6x6xui8>, tensor<f32>, tensor<ui8>) -> tensor<1x16x6x6xf32>
+  %w = onnx.DequantizeLinear(%wq, %ws, %wz) {axis = 0 : i64} : (tensor<96x16x1x1xi8>, tensor<96xf32>, tensor<96xi8>) -> tensor<96x16x1x1xf32>
+  %c = onnx.Conv(%dq, %w) {kernel_shape = array<i64: 1, 1>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : (tensor<1x16x6x6xf32>, tensor<96x16x1x1xf32>) -> tensor<1x96x6x6xf32>
+  %cq = onnx.QuantizeLinear(%c, %so, %z) : (tensor<1x96x6x6xf32>, tensor<f32>, tensor<ui8>) -> tensor<1x96x6x6xui8>
+  %cd = onnx.DequantizeLinear(%cq, %so, %z) : (tensor<1x96x6x6xui8>, tensor<f32>, tensor<ui8>) -> tensor<1x96x6x6xf32>
+  %w2 = onnx.DequantizeLinear(%wq2, %ws, %wz) {axis = 0 : i64} : (tensor<96x96x1x1xi8>, tensor<96xf32>, tensor<96xi8>) -> tensor<96x96x1x1xf32>
+  %c2 = onnx.Conv(%cd, %w2) {kernel_shape = array<i64: 1, 1>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : (tensor<1x96x6x6xf32>, tensor<96x96x1x1xf32>) -> tensor<1x96x6x6xf32>
+  %c2q = onnx.QuantizeLinear(%c2, %so, %z) : (tensor<1x96x6x6xf32>, tensor<f32>, tensor<ui8>) -> tensor<1x96x6x6xui8>
+  %y = onnx.DequantizeLinear(%c2q, %so, %z) : (tensor<1x96x6x6xui8>, tensor<f32>, tensor<ui8>) -> tensor<1x96x6x6xf32>
+  return %y : tensor<1x96x6x6xf32>
+}
