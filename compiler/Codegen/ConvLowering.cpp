@@ -495,10 +495,9 @@ LogicalResult GraphLowering::denseConv(
   // balances them, and halves the weights each thread streams. ResNet-18
   // fp32's three layer4 3x3 convolutions (9.4 MB of weights), 2 threads:
   // 0.63 -> 0.57-0.58 ms each (AMD family 26 model 2).
-  const int64_t P = s.N * s.OH * s.OW, half = (P + 1) / 2;
-  const int64_t halfTiles = (half + s.MR - 1) / s.MR;
+  const int64_t half = (s.N * s.OH * s.OW + 1) / 2;
   const bool overlapping =
-      tiles < 32 && s.MR > 1 && 20 * halfTiles * (s.MR - 1) > 23 * half;
+      tiles < 32 && s.MR > 1 && 20 * s.evenSplitPixels(half) > 23 * half;
   s.splitPixels = (hasAvx512(target.isa) ||
                    blocks * s.windowSteps() * NB * 4 <= 256 * 1024) &&
                   tiles >= 4 && (!overlapping || blocks < 2);

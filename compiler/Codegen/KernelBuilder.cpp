@@ -1705,7 +1705,7 @@ static PixelShare pixelShareOf(KB &k, const DenseConvSpec &s) {
     // 1.004 in tiles of 6 and 5). Else one thread keeps the whole tiles
     // (its range is the map).
     const bool evenAlone =
-        P % s.MR > 0 && P % s.MR <= 2 && tiles * (s.MR - 1) <= P;
+        P % s.MR > 0 && P % s.MR <= 2 && s.evenSplitPixels(P) == P;
     r.even = k.andi(
         evenAlone ? k.lt(k.c(0), k.nthreads) : k.lt(k.c(1), k.nthreads),
         k.b.create<arith::CmpIOp>(k.loc, arith::CmpIPredicate::sge, k.c(P),

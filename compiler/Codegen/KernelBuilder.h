@@ -21,6 +21,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
 
+#include <algorithm>
 #include <functional>
 #include <optional>
 #include <string>
@@ -562,6 +563,12 @@ struct DenseConvSpec : ConvSpec {
   /// 64 bytes past a row's last pixel.
   bool copiesWindows() const {
     return patchable() && (compactTaps || KH * KW * kSteps() <= 16);
+  }
+  /// The pixels a thread's range of `len` computes when the threads split
+  /// the map evenly (emitDenseConv): ceil(len / MR) tiles of MR and MR - 1,
+  /// which overlap, more than `len`, where the range is too short for them.
+  int64_t evenSplitPixels(int64_t len) const {
+    return std::max(len, (len + MR - 1) / MR * (MR - 1));
   }
   /// The (channel block, pixel tile) pairs the threads share.
   int64_t workItems() const {
