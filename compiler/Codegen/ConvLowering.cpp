@@ -305,6 +305,16 @@ bool GraphLowering::amxConv(
   // or small plain layers on VNNI were no faster (ResNet-50 slower).
   if (s.ep.chain && s.KH * s.KW * s.IC <= 256)
     return false;
+  // So does any conv over 32 input bytes or fewer per output: a 64-byte K
+  // tile half used or less, where the tile kernel's epilogue from its
+  // buffer costs more than the few vpdpbusd of VNNI's 4x48 and 16x16
+  // tiles. Xeon family 6 model 207 with AMX, 1 thread, AMX / VNNI per
+  // layer: MobileNetV2's and MobileNetV3-small's 1x1 expansions over 16
+  // and 24 channels 1.37-1.75, SqueezeNet's over 16 channels 1.54-1.68,
+  // the 3x3 stems over 3 channels (27 bytes) 1.19-1.55; over 32 channels
+  // 1.0-1.2, over 48 0.82-0.85.
+  if (s.KH * s.KW * s.IC <= 32)
+    return false;
   const int64_t colTiles = ceilDiv(s.OC, 16);
   AmxSpec a;
   a.OC = s.OC;
@@ -349,6 +359,13 @@ bool GraphLowering::amxConv(
   double im2colCost =
       tileCycles(P, im2colBytes / 64) + double(P) * im2colBytes / 64.0 * 2;
   const bool im2col = s.KH * s.KW > 1 && im2colCost < gridCost;
+  // An im2col stem (the 7x7 over 3 channels: 192 bytes a pixel, 2.4 MB
+  // of rows at 112 x 112, written and read back) of 64 channels or fewer
+  // is faster on VNNI's compact patches, which stay in L1: ResNet-18's
+  // 1.41 and ResNet-50's 1.75 of the VNNI time on AMX, GoogLeNet's 1.09;
+  // SqueezeNet's over 96 channels 0.73 (same host and runs as above).
+  if (im2col && s.OC <= 64)
+    return false;
 
   std::vector<std::vector<std::pair<int64_t, int64_t>>> groups;
   if (im2col) {

@@ -6,8 +6,10 @@
 // epilogue. The epilogue's quantization multiplies by the scale's
 // reciprocal with an FMA correction (no division). A stride-1 1x1 conv
 // reads its input in place; a padded or strided one reads a relayout of
-// the stride's phases; a conv over 3 channels reads im2col rows; a conv
-// with a fused chain over few input channels stays on the VNNI kernel.
+// the stride's phases; a 7x7 stem over 3 channels into more than 64
+// reads im2col rows. A conv over 32 input bytes or fewer per output, a
+// stem into 64 channels or fewer and a conv with a fused chain over few
+// input channels stay on the VNNI kernel.
 //
 // RUN: qatc-opt %s --split-input-file --qat-lower --qat-layer-functions=target-cpu=amx | FileCheck %s
 
@@ -94,34 +96,89 @@ func.func @main(%x: tensor<1x64x9x9xf32>) -> tensor<1x32x5x5xf32> {
 
 // -----
 
-// The 7x7 stem over 3 channels: one im2col row of 49 taps x 4 bytes (4 K
-// tiles) per output pixel; a kernel row inside the image is one masked
-// copy of 7 x 4 bytes.
+// The 7x7 stem over 3 channels into 96: one im2col row of 49 taps x 4
+// bytes (4 K tiles) per output pixel; a kernel row inside the image is one
+// masked copy of 7 x 4 bytes.
 // CHECK-LABEL: func.func @qatc_layer_1(
 // CHECK-SAME: qatc.kernel = "amx-im2col"
 // CHECK: scf.if
 // CHECK: llvm.intr.masked.load {{.*}} -> vector<64xi8>
 // CHECK-LABEL: func.func @qatc_layer_2(
-// CHECK-SAME: qatc.kernel = "amx-conv 32x16 1x4 k-tiles (im2col)"
+// CHECK-SAME: qatc.kernel = "amx-conv 32x32 1x4 k-tiles (im2col)"
 // CHECK: scf.for
-// CHECK: "tdpbusd %tmm6, %tmm5, %tmm1"
+// CHECK: "tdpbusd %tmm7, %tmm5, %tmm3"
 
-func.func @main(%x: tensor<1x3x16x16xf32>) -> tensor<1x16x8x8xf32> {
+func.func @main(%x: tensor<1x3x16x16xf32>) -> tensor<1x96x8x8xf32> {
   %s = onnx.Constant dense<0.05> : tensor<f32>
   %z = onnx.Constant dense<0> : tensor<i8>
   %so = onnx.Constant dense<0.1> : tensor<f32>
-  %ws = onnx.Constant dense<0.01> : tensor<16xf32>
-  %wz = onnx.Constant dense<0> : tensor<16xi8>
-  %wq = onnx.Constant dense<3> : tensor<16x3x7x7xi8>
-  %b = onnx.Constant dense<0.5> : tensor<16xf32>
+  %ws = onnx.Constant dense<0.01> : tensor<96xf32>
+  %wz = onnx.Constant dense<0> : tensor<96xi8>
+  %wq = onnx.Constant dense<3> : tensor<96x3x7x7xi8>
+  %b = onnx.Constant dense<0.5> : tensor<96xf32>
   %q = onnx.QuantizeLinear(%x, %s, %z) : (tensor<1x3x16x16xf32>, tensor<f32>, tensor<i8>) -> tensor<1x3x16x16xi8>
   %dq = onnx.DequantizeLinear(%q, %s, %z) : (tensor<1x3x16x16xi8>, tensor<f32>, tensor<i8>) -> tensor<1x3x16x16xf32>
-  %w = onnx.DequantizeLinear(%wq, %ws, %wz) {axis = 0 : i64} : (tensor<16x3x7x7xi8>, tensor<16xf32>, tensor<16xi8>) -> tensor<16x3x7x7xf32>
-  %c = onnx.Conv(%dq, %w, %b) {kernel_shape = array<i64: 7, 7>, strides = array<i64: 2, 2>, pads = array<i64: 3, 3, 3, 3>, dilations = array<i64: 1, 1>} : (tensor<1x3x16x16xf32>, tensor<16x3x7x7xf32>, tensor<16xf32>) -> tensor<1x16x8x8xf32> loc("stem")
-  %r = onnx.Relu(%c) : (tensor<1x16x8x8xf32>) -> tensor<1x16x8x8xf32>
-  %q2 = onnx.QuantizeLinear(%r, %so, %z) : (tensor<1x16x8x8xf32>, tensor<f32>, tensor<i8>) -> tensor<1x16x8x8xi8>
-  %y = onnx.DequantizeLinear(%q2, %so, %z) : (tensor<1x16x8x8xi8>, tensor<f32>, tensor<i8>) -> tensor<1x16x8x8xf32>
-  return %y : tensor<1x16x8x8xf32>
+  %w = onnx.DequantizeLinear(%wq, %ws, %wz) {axis = 0 : i64} : (tensor<96x3x7x7xi8>, tensor<96xf32>, tensor<96xi8>) -> tensor<96x3x7x7xf32>
+  %c = onnx.Conv(%dq, %w, %b) {kernel_shape = array<i64: 7, 7>, strides = array<i64: 2, 2>, pads = array<i64: 3, 3, 3, 3>, dilations = array<i64: 1, 1>} : (tensor<1x3x16x16xf32>, tensor<96x3x7x7xf32>, tensor<96xf32>) -> tensor<1x96x8x8xf32> loc("stem")
+  %r = onnx.Relu(%c) : (tensor<1x96x8x8xf32>) -> tensor<1x96x8x8xf32>
+  %q2 = onnx.QuantizeLinear(%r, %so, %z) : (tensor<1x96x8x8xf32>, tensor<f32>, tensor<i8>) -> tensor<1x96x8x8xi8>
+  %y = onnx.DequantizeLinear(%q2, %so, %z) : (tensor<1x96x8x8xi8>, tensor<f32>, tensor<i8>) -> tensor<1x96x8x8xf32>
+  return %y : tensor<1x96x8x8xf32>
+}
+
+// -----
+
+// The same stem into 64 channels stays on the VNNI kernel's compact
+// patches (no im2col rows through memory).
+// CHECK-LABEL: func.func @qatc_layer_1(
+// CHECK-SAME: qatc.kernel = "vnni-conv 6x64 3-channel taps"
+// CHECK-NOT: tdpbusd
+// CHECK: llvm.x86.avx512.vpdpbusd.512
+// CHECK: func.func @qatc_layer_2(
+
+func.func @main(%x: tensor<1x3x16x16xf32>) -> tensor<1x64x8x8xf32> {
+  %s = onnx.Constant dense<0.05> : tensor<f32>
+  %z = onnx.Constant dense<0> : tensor<i8>
+  %so = onnx.Constant dense<0.1> : tensor<f32>
+  %ws = onnx.Constant dense<0.01> : tensor<64xf32>
+  %wz = onnx.Constant dense<0> : tensor<64xi8>
+  %wq = onnx.Constant dense<3> : tensor<64x3x7x7xi8>
+  %b = onnx.Constant dense<0.5> : tensor<64xf32>
+  %q = onnx.QuantizeLinear(%x, %s, %z) : (tensor<1x3x16x16xf32>, tensor<f32>, tensor<i8>) -> tensor<1x3x16x16xi8>
+  %dq = onnx.DequantizeLinear(%q, %s, %z) : (tensor<1x3x16x16xi8>, tensor<f32>, tensor<i8>) -> tensor<1x3x16x16xf32>
+  %w = onnx.DequantizeLinear(%wq, %ws, %wz) {axis = 0 : i64} : (tensor<64x3x7x7xi8>, tensor<64xf32>, tensor<64xi8>) -> tensor<64x3x7x7xf32>
+  %c = onnx.Conv(%dq, %w, %b) {kernel_shape = array<i64: 7, 7>, strides = array<i64: 2, 2>, pads = array<i64: 3, 3, 3, 3>, dilations = array<i64: 1, 1>} : (tensor<1x3x16x16xf32>, tensor<64x3x7x7xf32>, tensor<64xf32>) -> tensor<1x64x8x8xf32> loc("stem")
+  %r = onnx.Relu(%c) : (tensor<1x64x8x8xf32>) -> tensor<1x64x8x8xf32>
+  %q2 = onnx.QuantizeLinear(%r, %so, %z) : (tensor<1x64x8x8xf32>, tensor<f32>, tensor<i8>) -> tensor<1x64x8x8xi8>
+  %y = onnx.DequantizeLinear(%q2, %so, %z) : (tensor<1x64x8x8xi8>, tensor<f32>, tensor<i8>) -> tensor<1x64x8x8xf32>
+  return %y : tensor<1x64x8x8xf32>
+}
+
+// -----
+
+// A 1x1 conv over 16 input channels (16 bytes of K per output, a quarter
+// of a K tile) stays on the VNNI kernel too, with no fused chain.
+// CHECK-LABEL: func.func @qatc_layer_1(
+// CHECK-SAME: qatc.kernel = "vnni-conv 4x48"
+// CHECK-NOT: tdpbusd
+// CHECK: llvm.x86.avx512.vpdpbusd.512
+// CHECK: func.func @qatc_layer_2(
+func.func @main(%x: tensor<1x16x8x8xf32>) -> tensor<1x96x8x8xf32> {
+  %s = onnx.Constant dense<0.05> : tensor<f32>
+  %z = onnx.Constant dense<0> : tensor<i8>
+  %so = onnx.Constant dense<0.1> : tensor<f32>
+  %ws = onnx.Constant dense<0.01> : tensor<96xf32>
+  %wz = onnx.Constant dense<0> : tensor<96xi8>
+  %wq = onnx.Constant dense<3> : tensor<96x16x1x1xi8>
+  %b = onnx.Constant dense<0.5> : tensor<96xf32>
+  %q = onnx.QuantizeLinear(%x, %s, %z) : (tensor<1x16x8x8xf32>, tensor<f32>, tensor<i8>) -> tensor<1x16x8x8xi8>
+  %dq = onnx.DequantizeLinear(%q, %s, %z) : (tensor<1x16x8x8xi8>, tensor<f32>, tensor<i8>) -> tensor<1x16x8x8xf32>
+  %w = onnx.DequantizeLinear(%wq, %ws, %wz) {axis = 0 : i64} : (tensor<96x16x1x1xi8>, tensor<96xf32>, tensor<96xi8>) -> tensor<96x16x1x1xf32>
+  %c = onnx.Conv(%dq, %w, %b) {kernel_shape = array<i64: 1, 1>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : (tensor<1x16x8x8xf32>, tensor<96x16x1x1xf32>, tensor<96xf32>) -> tensor<1x96x8x8xf32> loc("expand16")
+  %r = onnx.Relu(%c) : (tensor<1x96x8x8xf32>) -> tensor<1x96x8x8xf32>
+  %q2 = onnx.QuantizeLinear(%r, %so, %z) : (tensor<1x96x8x8xf32>, tensor<f32>, tensor<i8>) -> tensor<1x96x8x8xi8>
+  %y = onnx.DequantizeLinear(%q2, %so, %z) : (tensor<1x96x8x8xi8>, tensor<f32>, tensor<i8>) -> tensor<1x96x8x8xf32>
+  return %y : tensor<1x96x8x8xf32>
 }
 
 // -----
