@@ -17,8 +17,8 @@
 //   what the unit gives: a 2-vCPU KVM guest of a Xeon family 6 model 207
 //   measured 1600-1730 ops per imul cycle on mixed operands (no slower
 //   clock after tile work), 2000-2020 on tiles of zeros, and half as many
-//   while the core's other hyperthread ran tiles too; perf notes measured
-//   1870 on another host.
+//   in stretches (by all appearances the core's other hyperthread, another
+//   guest's, running tiles too); perf notes measured 1870 on another host.
 // - where the core's model fixes how many 512-bit vpdpbusd / FMAs it issues
 //   per cycle (zmmPerCycle), that rate times the clock is the peak. A
 //   measured rate is what the core gave us at that moment: on a
@@ -345,8 +345,9 @@ qatc::rt::HostPeak qatc::rt::measureHostPeak() {
   if (features & plan::kFeatAMXINT8) {
     // 2048 tdpbusd of 16 x 16 x 64 multiply-adds a sample: about 16 us,
     // the tile configuration's cost under 1 % of it. Bursts of samples 3
-    // ms apart: where the core's other hyperthread (another guest's vCPU)
-    // runs tiles too, each tdpbusd takes twice as long, in stretches.
+    // ms apart, since in stretches each tdpbusd takes twice as long (the
+    // unit shared, by all appearances): one burst of 64 samples gave 3845
+    // to 4655 GOPS from run to run, 16 bursts 4654-4657.
     double measured = 0;
     for (int burst = 0; burst < 16; ++burst) {
       if (burst)
