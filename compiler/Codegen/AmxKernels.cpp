@@ -139,6 +139,9 @@ void qatc::codegen::emitAmxConv(KB &k, const AmxSpec &s) {
 
   auto accType = VectorType::get({16}, k.i32);
   const int64_t outBytes = s.ep.quantOut ? 1 : 4;
+  // An f32 residual (a product's Add of an f32 tensor, as a transformer's
+  // projection into its layer norm has) is 4 bytes an element, not 1.
+  const int64_t resBytes = s.ep.resF32 ? 4 : 1;
   // The block's epilogue, its accumulators in `scratch`. `whole`: every
   // row is output pixel v0 + row (not a grid, not past the last pixel), so
   // each row's output and residual are a constant displacement from the
@@ -150,7 +153,8 @@ void qatc::codegen::emitAmxConv(KB &k, const AmxSpec &s) {
     if (whole) {
       outBase = k.at(s.outOff, k.add(k.mul(v0, k.c(s.outCS)), n0), outBytes);
       if (s.ep.hasResidual)
-        resBase = k.at(s.ep.resOff, k.add(k.mul(v0, k.c(s.ep.resCS)), n0), 1);
+        resBase =
+            k.at(s.ep.resOff, k.add(k.mul(v0, k.c(s.ep.resCS)), n0), resBytes);
     }
     // Each row's output pixel and whether there is one: virtual row v is
     // pixel v, or on a grid (n, i, j) stepped from the block's first row (a
@@ -196,8 +200,8 @@ void qatc::codegen::emitAmxConv(KB &k, const AmxSpec &s) {
               outs.push_back(
                   k.gep(outBase, ((16 * i + r) * s.outCS + 16 * j) * outBytes));
               if (s.ep.hasResidual)
-                res.push_back(
-                    k.gep(resBase, (16 * i + r) * s.ep.resCS + 16 * j));
+                res.push_back(k.gep(
+                    resBase, ((16 * i + r) * s.ep.resCS + 16 * j) * resBytes));
               continue;
             }
             auto [valid, p] = rows[16 * i + r];
@@ -206,10 +210,11 @@ void qatc::codegen::emitAmxConv(KB &k, const AmxSpec &s) {
                 k.at(s.outOff, k.add(k.mul(p, k.c(s.outCS)), c), outBytes),
                 junk));
             if (s.ep.hasResidual)
-              res.push_back(k.select(
-                  valid,
-                  k.at(s.ep.resOff, k.add(k.mul(p, k.c(s.ep.resCS)), c), 1),
-                  junk));
+              res.push_back(
+                  k.select(valid,
+                           k.at(s.ep.resOff,
+                                k.add(k.mul(p, k.c(s.ep.resCS)), c), resBytes),
+                           junk));
           }
           emitEpilogue(k, s.ep, accs, c, mask, outs, res);
         }

@@ -216,3 +216,46 @@ func.func @main(%x: tensor<1x16x8x8xf32>) -> tensor<1x32x8x8xf32> {
   %y = onnx.DequantizeLinear(%q2, %so, %z) : (tensor<1x32x8x8xi8>, tensor<f32>, tensor<i8>) -> tensor<1x32x8x8xf32>
   return %y : tensor<1x32x8x8xf32>
 }
+
+// -----
+
+// A projection whose residual Add is f32 (the layer norm's input, as in
+// plan_kernels' matmul_residual_f32): the residual is 4 bytes an element,
+// so its rows step 40 x 4 = 160 bytes like the f32 output's (it was read
+// as bytes once: output off by 5.9 on an AMX host). A block of whole rows
+// steps both from their first; the last block selects a pointer per row,
+// the residual's index times 4.
+// CHECK-LABEL: func.func @qatc_layer_1(
+// CHECK-SAME: qatc.kernel = "amx-conv 16x32 1x1 k-tiles (in place) +add"
+// CHECK: scf.if
+// CHECK: %[[OUT:.*]] = llvm.getelementptr %arg0[
+// CHECK: %[[RES:.*]] = llvm.getelementptr %arg0[
+// CHECK: llvm.getelementptr %[[OUT]][%c160
+// CHECK-NEXT: arith.constant 160 : i64
+// CHECK-NEXT: llvm.getelementptr %[[RES]][%c160
+// CHECK: llvm.intr.masked.load {{.*}} -> vector<16xf32>
+// CHECK: } else {
+// CHECK: arith.muli %{{.*}}, %c40
+// CHECK-NEXT: arith.addi
+// CHECK-NEXT: arith.constant 4 : i64
+// CHECK-NEXT: arith.muli
+// CHECK: arith.select {{.*}} : !llvm.ptr
+// CHECK-NEXT: arith.constant 40 : i64
+// CHECK-NEXT: arith.muli
+// CHECK-NEXT: arith.addi
+// CHECK-NEXT: arith.constant 4 : i64
+// CHECK-NEXT: arith.muli
+// CHECK: arith.select {{.*}} : !llvm.ptr
+func.func @projection_residual_f32(%x: tensor<1x11x40xf32>) -> tensor<1x11x40xf32> {
+  %s = onnx.Constant dense<0.05> : tensor<f32>
+  %z = onnx.Constant dense<0> : tensor<i8>
+  %ws = onnx.Constant dense<0.0071> : tensor<40xf32>
+  %wz = onnx.Constant dense<0> : tensor<40xi8>
+  %wq = onnx.Constant dense<3> : tensor<40x40xi8>
+  %q = onnx.QuantizeLinear(%x, %s, %z) : (tensor<1x11x40xf32>, tensor<f32>, tensor<i8>) -> tensor<1x11x40xi8>
+  %dq = onnx.DequantizeLinear(%q, %s, %z) : (tensor<1x11x40xi8>, tensor<f32>, tensor<i8>) -> tensor<1x11x40xf32>
+  %w = onnx.DequantizeLinear(%wq, %ws, %wz) {axis = 1 : i64} : (tensor<40x40xi8>, tensor<40xf32>, tensor<40xi8>) -> tensor<40x40xf32>
+  %y = onnx.MatMul(%dq, %w) : (tensor<1x11x40xf32>, tensor<40x40xf32>) -> tensor<1x11x40xf32>
+  %a = onnx.Add(%y, %x) : (tensor<1x11x40xf32>, tensor<1x11x40xf32>) -> tensor<1x11x40xf32>
+  return %a : tensor<1x11x40xf32>
+}
