@@ -138,10 +138,7 @@ void qatc::codegen::emitAmxConv(KB &k, const AmxSpec &s) {
   };
 
   auto accType = VectorType::get({16}, k.i32);
-  const int64_t outBytes = s.ep.quantOut ? 1 : 4;
-  // An f32 residual (a product's Add of an f32 tensor, as a transformer's
-  // projection into its layer norm has) is 4 bytes an element, not 1.
-  const int64_t resBytes = s.ep.resF32 ? 4 : 1;
+  const int64_t outBytes = s.ep.outBytes(), resBytes = s.ep.resBytes();
   // The block's epilogue, its accumulators in `scratch`. `whole`: every
   // row is output pixel v0 + row (not a grid, not past the last pixel), so
   // each row's output and residual are a constant displacement from the

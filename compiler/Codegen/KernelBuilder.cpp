@@ -1574,8 +1574,7 @@ size_t epilogueBatch(const KB &k) { return k.reciprocalDivision ? 8 : 4; }
 
 /// Channel `c` of output pixel `pix` (a flat N*OH*OW index) of `s`.
 Value outputAt(KB &k, const ConvSpec &s, Value pix, Value c) {
-  return k.at(s.outOff, k.add(k.mul(pix, k.c(s.outCS)), c),
-              s.ep.quantOut ? 1 : 4);
+  return k.at(s.outOff, k.add(k.mul(pix, k.c(s.outCS)), c), s.ep.outBytes());
 }
 
 } // namespace
@@ -1619,7 +1618,7 @@ void epilogueAt(KB &k, const ConvSpec &s, ArrayRef<Value> accs,
       if (s.ep.hasResidual)
         res.push_back(k.at(s.ep.resOff,
                            k.add(k.mul(pix[i], k.c(s.ep.resCS)), c),
-                           s.ep.resF32 ? 4 : 1));
+                           s.ep.resBytes()));
     }
     Value y = emitEpilogue(k, s.ep, accs.slice(first * perPixel, n * perPixel),
                            c, mask, outs, res, interleaved64);

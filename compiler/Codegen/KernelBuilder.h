@@ -377,6 +377,10 @@ struct Epilogue {
   /// as it stands; resZp and resScale do not apply.
   bool resF32 = false;
   bool hasPost = false;
+  /// Bytes an element of the output and of the residual take in the arena
+  /// (packed u8 or f32): every kernel's epilogue addresses them by these.
+  int64_t outBytes() const { return quantOut ? 1 : 4; }
+  int64_t resBytes() const { return resF32 ? 4 : 1; }
   float postLo = 0, postHi = 0;
   /// The producer's own QuantizeLinear before the residual add (a conv
   /// whose int8 result only a qat.add reads): y is quantized to (midScale,
