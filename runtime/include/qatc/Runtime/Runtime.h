@@ -235,6 +235,11 @@ HostPeak measureHostPeak();
 /// measureHostPeak measures the rate.
 int zmmPerCycle(const std::string &vendor, unsigned family, unsigned model);
 
+/// The peak (ops per ns) of a unit issuing `perCycle` instructions of
+/// `opsPerInstr` ops per cycle at `ghz`, or the `measured` rate where that
+/// is higher: a unit never beats its issue rate, so the clock read low.
+double modelPeak(double measured, int perCycle, double opsPerInstr, double ghz);
+
 /// Copies tensor `t` out of the arena into row-major ONNX order, as its
 /// stored type (quantized data as the ONNX integers: the stored offset is
 /// removed). `out` must hold t.numElements() elements of t.type.
