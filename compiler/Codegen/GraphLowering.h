@@ -505,6 +505,10 @@ private:
                 int64_t offset);
   std::string nameOf(Value v);
   int64_t addWeights(const void *data, size_t bytes);
+  /// Where the int8 convolution being lowered began adding its constants
+  /// (its epilogue arrays come before the lowering of the conv itself):
+  /// the depthwise kernel prefetches them from there.
+  int64_t convConstantsFrom = INT64_MAX;
   template <typename T> int64_t addArray(const std::vector<T> &v) {
     return addWeights(v.data(), v.size() * sizeof(T));
   }

@@ -660,6 +660,10 @@ struct DepthwiseSpec : ConvSpec {
   /// unpacks and narrow back by 3 in-lane packs, where 16 channels take 5
   /// cross-lane shuffles and a store of their own.
   int64_t wideBlocks = 0;
+  /// The layer's constants in the weights blob (weights, zero-point terms,
+  /// epilogue arrays: bytes [constOff, constOff + constBytes)), prefetched
+  /// into L2 at the kernel's start where constBytes > 0.
+  int64_t constOff = 0, constBytes = 0;
 };
 void emitDepthwise(KB &k, Isa isa, const DepthwiseSpec &s);
 

@@ -29,6 +29,11 @@
 // pixels and a tail of 2 per row.
 // CHECK-LABEL: func.func @qatc_layer_1(
 // CHECK-SAME: qatc.kernel = "vnni-depthwise 2x4x16"
+// First the layer's constants into L2, a line at a time, before the work
+// items' loop.
+// CHECK: scf.for
+// CHECK: "llvm.intr.prefetch"({{.*}}) <{cache = 1 : i32, hint = 2 : i32, rw = 0 : i32}>
+// CHECK: scf.for
 // The band's 4 rows: the row's pixels or the padding plane.
 // CHECK: arith.select %{{.*}}, %{{.*}}, %[[PAD:[0-9]+]] : !llvm.ptr
 // CHECK-COUNT-3: arith.select %{{.*}}, %{{.*}}, %[[PAD]] : !llvm.ptr
