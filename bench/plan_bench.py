@@ -4,6 +4,9 @@
   /usr/bin/python3 bench/plan_bench.py [--threads 1 2] [--runs 300] [--torch] \\
       model.onnx[:input_name=x.npy[,other=y.npy ...]] ...
 
+Inputs not given a .npy get random data of their shape (a dynamic
+dimension 1) for both qatc and ORT.
+
 For each model: `qatc compile`, `qatc bench --json` (median of --runs runs)
 and ORT's median on the same model (graph optimizations on, sequential),
 for each thread count; prints a table with the ratios and qatc's share of
@@ -36,6 +39,39 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def random_feeds(model, feeds, work):
+    """name=x.npy for each graph input `feeds` does not name: random data of
+    its shape (a dynamic dimension 1, as `qatc compile` takes it), so ORT is
+    fed what `qatc bench` is (random data of the plan's shape)."""
+    import numpy as np
+    import onnx
+    try:  # onnx >= 1.13
+        from onnx.helper import tensor_dtype_to_np_dtype as to_np
+    except ImportError:
+        from onnx.mapping import TENSOR_TYPE_TO_NP_TYPE
+        to_np = TENSOR_TYPE_TO_NP_TYPE.__getitem__
+    given = {f.partition("=")[0] for f in feeds}
+    graph = onnx.load(model, load_external_data=False).graph
+    inits = {i.name for i in graph.initializer}
+    rng = np.random.default_rng(0)
+    out = []
+    for vi in graph.input:
+        if vi.name in given or vi.name in inits:
+            continue
+        t = vi.type.tensor_type
+        dtype = np.dtype(to_np(t.elem_type))
+        shape = [d.dim_value if d.HasField("dim_value") else 1
+                 for d in t.shape.dim]
+        data = (rng.standard_normal(shape) if dtype.kind == "f"
+                else np.zeros(shape)).astype(dtype)
+        path = os.path.join(work, "%s.%s.npy" % (
+            os.path.splitext(os.path.basename(model))[0],
+            "".join(c if c.isalnum() else "_" for c in vi.name)))
+        np.save(path, data)
+        out.append("%s=%s" % (vi.name, path))
+    return out
 
 
 def main():
@@ -77,6 +113,7 @@ def main():
         # Dynamic dimensions take their sizes from the input data (one
         # name=x.npy per input, comma-separated).
         feeds = [f for f in feed.split(",") if "=" in f] if feed else []
+        feeds += random_feeds(model, feeds, args.work)
         for f in feeds:
             import numpy as np
             input_name, _, npy = f.partition("=")
