@@ -15,7 +15,9 @@ twin as separate entries (NAME_qdq.onnx, NAME_float.onnx): a second table
 puts them side by side (ORT fp32, ORT int8, qatc fp32, qatc int8 and qatc
 int8's speedups). With several thread counts a third table gives each
 model's speedup over the fewest threads, qatc's beside ORT's. Medians only
-(the machine is shared and noisy).
+(the machine is shared and noisy). The report starts with the host's CPU
+(model name, family and model, its int8 units), which every figure quoted
+from it must name: plans for `host` differ from CPU to CPU.
 
 With --rounds R every measurement (qatc, ORT, the compare target, PyTorch)
 is taken R times, the contenders alternating within each round, and each
@@ -72,6 +74,32 @@ def random_feeds(model, feeds, work):
         np.save(path, data)
         out.append("%s=%s" % (vi.name, path))
     return out
+
+
+def host_line():
+    """The CPU the figures were measured on, as a note must name it: model
+    name, family and model, logical CPUs, and the int8 units it has (a plan
+    for `host` uses the best of them)."""
+    info = {}
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                key = key.strip()
+                if not line.strip():
+                    break  # the first CPU's block is enough
+                info.setdefault(key, value.strip())
+    except OSError:
+        return "host: unknown CPU (no /proc/cpuinfo)"
+    flags = set(info.get("flags", "").split())
+    units = [u for u in ("amx_int8", "avx512_vnni", "avx_vnni", "avx2")
+             if u in flags]
+    missing = [u for u in ("amx_int8", "avx512_vnni") if u not in flags]
+    return "host: %s (family %s model %s), %d CPUs, has %s%s" % (
+        info.get("model name", "unknown"), info.get("cpu family", "?"),
+        info.get("model", "?"), os.cpu_count() or 0,
+        ", ".join(units) or "none of avx2/avx512_vnni/amx_int8",
+        "; no " + ", no ".join(missing) if missing else "")
 
 
 def main():
@@ -231,6 +259,7 @@ def main():
                          med(g["other"]) if "other" in g else None,
                          med(g["ortu8"]) if "ortu8" in g else None))
     torch_ms = {k: med(v) for k, v in torch_samples.items()}
+    print(host_line())
     print(f"{'model':28s} {'thr':>3s} {'ORT ms':>9s} {'qatc ms':>9s} "
           f"{'ORT/qatc':>9s} {'conv %peak':>10s}")
     for name, t, o, q, p, *_ in rows:
