@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 
 using namespace mlir;
 using namespace qatc::codegen;
@@ -2158,59 +2159,73 @@ void qatc::codegen::emitDenseConv(KB &k, Isa isa, const DenseConvSpec &s) {
   });
 }
 
+/// A v16i32 constant that LLVM's shuffle combiner cannot see (it passes
+/// through an empty inline asm), as a dword permute's index: seen, the
+/// combiner merged the lane inserts, the permute and the vpshufb after it
+/// into its own sequence of about eleven shuffles.
+static Value opaqueIndex(KB &k, ArrayRef<int32_t> idx) {
+  auto v16i32 = VectorType::get({16}, k.i32);
+  return k.b
+      .create<LLVM::InlineAsmOp>(
+          k.loc, v16i32,
+          ValueRange{k.b.create<arith::ConstantOp>(
+              k.loc, v16i32, DenseElementsAttr::get(v16i32, idx))},
+          "", "=v,0", /*has_side_effects=*/false,
+          /*is_align_stack=*/false, LLVM::AsmDialectAttr(), ArrayAttr())
+      .getResult(0);
+}
+
+/// `d` (v16i32) whose 128-bit lane j holds, in dword l, channels 4j..4j+3
+/// of row l: each channel's 4 row bytes made one dword within the lane (a
+/// vpshufb), so lane j holds channels 4j..4j+3 as interleaveRows gives them.
+static Value interleaveLanes(KB &k, Value d) {
+  OpBuilder &b = k.b;
+  auto v64i8 = VectorType::get({64}, k.i8);
+  SmallVector<int8_t> bytes(64);
+  for (int64_t l = 0; l < 4; ++l)
+    for (int64_t j = 0; j < 4; ++j)
+      for (int64_t r = 0; r < 4; ++r)
+        bytes[16 * l + 4 * j + r] = static_cast<int8_t>(4 * r + j);
+  auto bytesV = b.create<arith::ConstantOp>(
+      k.loc, v64i8, DenseElementsAttr::get(v64i8, ArrayRef<int8_t>(bytes)));
+  Value by = b.create<vector::BitCastOp>(k.loc, v64i8, d);
+  by = b.create<LLVM::CallIntrinsicOp>(
+            k.loc, v64i8, "llvm.x86.avx512.pshuf.b.512", ValueRange{by, bytesV})
+           .getResult(0);
+  return b.create<vector::BitCastOp>(k.loc, d.getType(), by);
+}
+
+/// Concatenation of two vectors of one type.
+static Value concatPair(KB &k, Value lo, Value hi) {
+  SmallVector<int64_t> cat(2 * cast<VectorType>(lo.getType()).getNumElements());
+  std::iota(cat.begin(), cat.end(), 0);
+  return k.b.create<vector::ShuffleOp>(k.loc, lo, hi, cat);
+}
+
 /// One dword per channel holding the bytes of up to 4 kernel rows,
 /// [r0, r1, r2, r3], from the rows' 16 channels (vector<16xi8> each): the
 /// operand vpdpbusd multiplies by a channel's 4 row weights.
 static Value interleaveRows(KB &k, Isa isa, ArrayRef<Value> x) {
   OpBuilder &b = k.b;
   auto v16i32 = VectorType::get({16}, k.i32);
-  auto v64i8 = VectorType::get({64}, k.i8);
-  auto shuffle = [&](Value lo, Value hi, int64_t n) -> Value {
-    SmallVector<int64_t> cat;
-    for (int64_t i = 0; i < n; ++i)
-      cat.push_back(i);
-    return b.create<vector::ShuffleOp>(k.loc, lo, hi, cat);
-  };
   if (hasAvx512(isa)) {
     // The rows as the four 128-bit lanes; vpermd transposes the 4x4 dwords
     // (lane L dword j to lane j dword L), so lane j holds channels 4j..4j+3
     // of every row, and vpshufb interleaves them within the lane: two
     // shuffles (LLVM lowers the generic byte interleave below to about
     // eight on AVX-512).
-    Value all = shuffle(shuffle(x[0], x[1], 32), shuffle(x[2], x[3], 32), 64);
+    Value all =
+        concatPair(k, concatPair(k, x[0], x[1]), concatPair(k, x[2], x[3]));
     SmallVector<int32_t> perm(16);
-    SmallVector<int8_t> bytes(64);
     for (int64_t j = 0; j < 4; ++j)
-      for (int64_t l = 0; l < 4; ++l) {
+      for (int64_t l = 0; l < 4; ++l)
         perm[4 * j + l] = static_cast<int32_t>(4 * l + j);
-        for (int64_t r = 0; r < 4; ++r)
-          bytes[16 * l + 4 * j + r] = static_cast<int8_t>(4 * r + j);
-      }
-    // The vpermd index goes through an empty inline asm: LLVM's shuffle
-    // combiner would otherwise merge the lane inserts, vpermd and vpshufb
-    // into its own sequence of about eleven shuffles.
-    Value permV =
-        b.create<LLVM::InlineAsmOp>(
-             k.loc, v16i32,
-             ValueRange{b.create<arith::ConstantOp>(
-                 k.loc, v16i32,
-                 DenseElementsAttr::get(v16i32, ArrayRef<int32_t>(perm)))},
-             "", "=v,0", /*has_side_effects=*/false,
-             /*is_align_stack=*/false, LLVM::AsmDialectAttr(), ArrayAttr())
-            .getResult(0);
-    auto bytesV = b.create<arith::ConstantOp>(
-        k.loc, v64i8, DenseElementsAttr::get(v64i8, ArrayRef<int8_t>(bytes)));
     Value d = b.create<vector::BitCastOp>(k.loc, v16i32, all);
     d = b.create<LLVM::CallIntrinsicOp>(k.loc, v16i32,
                                         "llvm.x86.avx512.permvar.si.512",
-                                        ValueRange{d, permV})
+                                        ValueRange{d, opaqueIndex(k, perm)})
             .getResult(0);
-    Value by = b.create<vector::BitCastOp>(k.loc, v64i8, d);
-    by = b.create<LLVM::CallIntrinsicOp>(k.loc, v64i8,
-                                         "llvm.x86.avx512.pshuf.b.512",
-                                         ValueRange{by, bytesV})
-             .getResult(0);
-    return b.create<vector::BitCastOp>(k.loc, v16i32, by);
+    return interleaveLanes(k, d);
   }
   SmallVector<int64_t> pairMask, quadMask;
   for (int64_t c = 0; c < 16; ++c) {
@@ -2221,6 +2236,39 @@ static Value interleaveRows(KB &k, Isa isa, ArrayRef<Value> x) {
   Value hi = b.create<vector::ShuffleOp>(k.loc, x[2], x[3], pairMask);
   return b.create<vector::BitCastOp>(
       k.loc, v16i32, b.create<vector::ShuffleOp>(k.loc, lo, hi, quadMask));
+}
+
+/// interleaveRows for 32 channels (AVX-512): rows of vector<32xi8>, two
+/// v16i32 of channels 0-15 and 16-31, in order. The rows in pairs make two
+/// zmm, [r0 | r1] and [r2 | r3] (a lane insert each; none where r3 is the
+/// zero row, a ymm load clearing the top); per 16 channels, one vpermt2d
+/// takes each row's 4 dwords of them in interleaveRows's transposed order
+/// and vpshufb interleaves: 5 or 6 shuffles per 32 channels, where two
+/// interleaveRows take 10 and interleave64 takes 4.
+static SmallVector<Value> interleaveRows32(KB &k, ArrayRef<Value> x) {
+  OpBuilder &b = k.b;
+  auto v16i32 = VectorType::get({16}, k.i32);
+  Value lo =
+      b.create<vector::BitCastOp>(k.loc, v16i32, concatPair(k, x[0], x[1]));
+  Value hi =
+      b.create<vector::BitCastOp>(k.loc, v16i32, concatPair(k, x[2], x[3]));
+  SmallVector<Value> out;
+  for (int64_t v = 0; v < 2; ++v) {
+    // Lane j, dword l: row l's channels 16v + 4j .. 16v + 4j + 3, which is
+    // dword 4v + j of its row (rows 1 and 3 are the upper halves, the
+    // second table is indices 16-31).
+    SmallVector<int32_t> idx(16);
+    for (int64_t j = 0; j < 4; ++j)
+      for (int64_t l = 0; l < 4; ++l)
+        idx[4 * j + l] =
+            static_cast<int32_t>(l / 2 * 16 + l % 2 * 8 + 4 * v + j);
+    Value d = b.create<LLVM::CallIntrinsicOp>(
+                   k.loc, v16i32, "llvm.x86.avx512.vpermi2var.d.512",
+                   ValueRange{lo, opaqueIndex(k, idx), hi})
+                  .getResult(0);
+    out.push_back(interleaveLanes(k, d));
+  }
+  return out;
 }
 
 /// emitDot4Rows's operands from 4 rows of 16 (or 8) channels' bytes
@@ -2302,13 +2350,16 @@ static void emitDepthwiseColumns(KB &k, Isa isa, const DepthwiseSpec &s) {
   // row's tail.
   const int64_t full = s.OW / kPixels * kPixels, tail = s.OW % kPixels;
   const int64_t chunk = s.chunkPixels(), chunks = s.chunks();
-  // The wide blocks of 64 channels first, then blocks of 16.
-  const int64_t wide = s.wideBlocks;
+  // The wide blocks of 64 channels first, then of 32 (pairBlocks), then of
+  // 16.
+  const int64_t wide = s.wideBlocks, pairs = s.pairBlocks;
   // Channels per narrow block: 8 in halfBlocks (C a multiple of 8).
   const int64_t chans = s.halfBlocks ? 8 : 16;
-  assert((!s.halfBlocks || (s.C % 8 == 0 && s.splitRows && !wide)) &&
+  assert((!s.halfBlocks || (s.C % 8 == 0 && s.splitRows && !wide && !pairs)) &&
          "8-channel blocks of whole row pairs");
-  const int64_t blocks = s.halfBlocks ? s.C / 8 : wide + (C16 - 64 * wide) / 16;
+  const int64_t blocks =
+      s.halfBlocks ? s.C / 8
+                   : wide + pairs + (C16 - 64 * wide - 32 * pairs) / 16;
   // Work items (image, band, chunk, channel block), the block fastest: the
   // threads split even a 7x7 map evenly.
   auto [begin, end] = k.share(s.N * bands * chunks * blocks);
@@ -2329,13 +2380,13 @@ static void emitDepthwiseColumns(KB &k, Isa isa, const DepthwiseSpec &s) {
       rowPix.push_back(k.mul(k.add(k.mul(n, k.c(s.H)), ih), k.c(s.W)));
     }
     // The band's first `nrows` output rows (fewer than R at the bottom),
-    // for a channel block of V vectors of 16 channels (1, or 4 in
-    // interleave64's order) of which `lanes` hold channels (a prefix of 16
-    // when V is 1: a constant mask): the whole tiles [first, end), and the
-    // tail in the last chunk.
+    // for a channel block of V vectors of 16 channels (1, 2 in order, or 4
+    // in interleave64's order) of which `lanes` hold channels (a prefix of
+    // 16 when V is 1: a constant mask): the whole tiles [first, end), and
+    // the tail in the last chunk.
     auto block = [&](int64_t nrows, Value c0, int64_t V, int64_t lanes,
                      Value first, Value end) {
-      const int64_t np = V == 1 ? kPixels : 2;
+      const int64_t np = V == 4 ? 2 : kPixels;
       auto vIn = VectorType::get({chans * V}, k.i8);
       Value mask = k.prefixMask(chans, k.c(lanes));
       Value zero = k.splatI(0, chans * V, k.i8);
@@ -2409,8 +2460,10 @@ static void emitDepthwiseColumns(KB &k, Isa isa, const DepthwiseSpec &s) {
                           ? k.load(vIn, p)
                           : k.maskedLoad(vIn, p, mask, zero));
         }
-        if (V > 1)
+        if (V == 4)
           return interleave64(k, x);
+        if (V == 2)
+          return interleaveRows32(k, x);
         if (s.splitRows) {
           auto [p02, p13] = splitRows(k, x);
           return {p02, p13};
@@ -2511,6 +2564,16 @@ static void emitDepthwiseColumns(KB &k, Isa isa, const DepthwiseSpec &s) {
               addRowSum(r, stored);
             continue;
           }
+          if (V == 2) {
+            // Channels c0 .. c0 + 15 of each pixel, then the next 16.
+            for (int64_t v = 0; v < 2; ++v) {
+              SmallVector<Value> half;
+              for (int64_t p = 0; p < count; ++p)
+                half.push_back(rowAcc[p * 2 + v]);
+              epilogueAt(k, s, half, pix, k.add(c0, k.c(16 * v)), mask);
+            }
+            continue;
+          }
           SmallVector<Value> outs;
           for (Value p : pix)
             outs.push_back(outputAt(k, s, p, c0));
@@ -2575,13 +2638,17 @@ static void emitDepthwiseColumns(KB &k, Isa isa, const DepthwiseSpec &s) {
     Value first = k.mul(chunkIdx, k.c(chunk));
     Value last =
         k.b.create<arith::MinSIOp>(k.loc, k.add(first, k.c(chunk)), k.c(full));
-    // Block blk's first channel: 64 per wide block before it, 16 after.
-    Value c0 =
-        s.halfBlocks
-            ? k.mul(blk, k.c(8))
-            : k.add(k.mul(blk, k.c(16)),
-                    k.mul(k.b.create<arith::MinSIOp>(k.loc, blk, k.c(wide)),
-                          k.c(48)));
+    // Block blk's first channel: 64 per wide block before it, 32 per pair
+    // block, 16 after.
+    auto minOf = [&](Value a, int64_t bound) -> Value {
+      return k.b.create<arith::MinSIOp>(k.loc, a, k.c(bound));
+    };
+    Value pastWide =
+        k.b.create<arith::MaxSIOp>(k.loc, k.sub(blk, k.c(wide)), k.c(0));
+    Value c0 = s.halfBlocks ? k.mul(blk, k.c(8))
+                            : k.add(k.add(k.mul(blk, k.c(16)),
+                                          k.mul(minOf(blk, wide), k.c(48))),
+                                    k.mul(minOf(pastWide, pairs), k.c(16)));
     // The remainder rows and channels take their own constant versions.
     auto rows = [&](int64_t V, int64_t lanes) {
       if (s.OH % R == 0)
@@ -2598,12 +2665,20 @@ static void emitDepthwiseColumns(KB &k, Isa isa, const DepthwiseSpec &s) {
           k.lt(blk, k.c(blocks - 1)), [&] { rows(1, 16); },
           [&] { rows(1, s.C % 16); });
     };
+    auto afterWide = [&] {
+      if (!pairs)
+        return narrow();
+      if (blocks == wide + pairs)
+        return rows(2, 16);
+      k.ifElse(
+          k.lt(blk, k.c(wide + pairs)), [&] { rows(2, 16); }, narrow);
+    };
     if (!wide)
-      return narrow();
+      return afterWide();
     if (blocks == wide)
       return rows(4, 16);
     k.ifElse(
-        k.lt(blk, k.c(wide)), [&] { rows(4, 16); }, narrow);
+        k.lt(blk, k.c(wide)), [&] { rows(4, 16); }, afterWide);
   });
 }
 

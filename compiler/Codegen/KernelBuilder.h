@@ -660,6 +660,11 @@ struct DepthwiseSpec : ConvSpec {
   /// unpacks and narrow back by 3 in-lane packs, where 16 channels take 5
   /// cross-lane shuffles and a store of their own.
   int64_t wideBlocks = 0;
+  /// Blocks of 32 channels after the wide ones (`columns`, AVX-512), in
+  /// channel order: each input column's 4 rows of them interleave by 5 or 6
+  /// shuffles (interleaveRows32), about what interleave64 spends per 32,
+  /// where two 16-channel blocks spend 10.
+  int64_t pairBlocks = 0;
   /// The layer's constants in the weights blob (weights, zero-point terms,
   /// epilogue arrays: bytes [constOff, constOff + constBytes)), prefetched
   /// into L2 at the kernel's start where constBytes > 0.

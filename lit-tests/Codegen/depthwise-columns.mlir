@@ -25,7 +25,7 @@
 // AVX2: qatc.kernel = "int8-depthwise 2x4x8"
 // AVX2: qatc.kernel = "int8-depthwise 4x16 +sigmoid+mul +row sums"
 
-// 32 channels (two whole blocks) on a 12x10 map: two whole tiles of 4
+// 16 channels (one whole block) on a 12x10 map: two whole tiles of 4
 // pixels and a tail of 2 per row.
 // CHECK-LABEL: func.func @qatc_layer_1(
 // CHECK-SAME: qatc.kernel = "vnni-depthwise 2x4x16"
@@ -51,22 +51,22 @@
 // CHECK-NOT: arith.select {{.*}} : !llvm.ptr
 // CHECK-COUNT-4: llvm.load %[[PAD]] {{.*}} -> vector<16xi8>
 // CHECK: func.func @qatc_layer_2(
-func.func @main(%x: tensor<1x32x12x10xf32>) -> tensor<1x32x12x10xf32> {
+func.func @main(%x: tensor<1x16x12x10xf32>) -> tensor<1x16x12x10xf32> {
   %s = onnx.Constant dense<0.05> : tensor<f32>
   %z = onnx.Constant dense<0> : tensor<ui8>
   %so = onnx.Constant dense<0.1> : tensor<f32>
-  %ws = onnx.Constant dense<0.01> : tensor<32xf32>
-  %wz = onnx.Constant dense<0> : tensor<32xi8>
-  %wq = onnx.Constant dense<3> : tensor<32x1x3x3xi8>
-  %b = onnx.Constant dense<0.5> : tensor<32xf32>
-  %q = onnx.QuantizeLinear(%x, %s, %z) : (tensor<1x32x12x10xf32>, tensor<f32>, tensor<ui8>) -> tensor<1x32x12x10xui8>
-  %dq = onnx.DequantizeLinear(%q, %s, %z) : (tensor<1x32x12x10xui8>, tensor<f32>, tensor<ui8>) -> tensor<1x32x12x10xf32>
-  %w = onnx.DequantizeLinear(%wq, %ws, %wz) {axis = 0 : i64} : (tensor<32x1x3x3xi8>, tensor<32xf32>, tensor<32xi8>) -> tensor<32x1x3x3xf32>
-  %c = onnx.Conv(%dq, %w, %b) {group = 32 : i64, kernel_shape = array<i64: 3, 3>, strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>} : (tensor<1x32x12x10xf32>, tensor<32x1x3x3xf32>, tensor<32xf32>) -> tensor<1x32x12x10xf32> loc("depthwise")
-  %r = onnx.Relu(%c) : (tensor<1x32x12x10xf32>) -> tensor<1x32x12x10xf32>
-  %oq = onnx.QuantizeLinear(%r, %so, %z) : (tensor<1x32x12x10xf32>, tensor<f32>, tensor<ui8>) -> tensor<1x32x12x10xui8>
-  %o = onnx.DequantizeLinear(%oq, %so, %z) : (tensor<1x32x12x10xui8>, tensor<f32>, tensor<ui8>) -> tensor<1x32x12x10xf32>
-  return %o : tensor<1x32x12x10xf32>
+  %ws = onnx.Constant dense<0.01> : tensor<16xf32>
+  %wz = onnx.Constant dense<0> : tensor<16xi8>
+  %wq = onnx.Constant dense<3> : tensor<16x1x3x3xi8>
+  %b = onnx.Constant dense<0.5> : tensor<16xf32>
+  %q = onnx.QuantizeLinear(%x, %s, %z) : (tensor<1x16x12x10xf32>, tensor<f32>, tensor<ui8>) -> tensor<1x16x12x10xui8>
+  %dq = onnx.DequantizeLinear(%q, %s, %z) : (tensor<1x16x12x10xui8>, tensor<f32>, tensor<ui8>) -> tensor<1x16x12x10xf32>
+  %w = onnx.DequantizeLinear(%wq, %ws, %wz) {axis = 0 : i64} : (tensor<16x1x3x3xi8>, tensor<16xf32>, tensor<16xi8>) -> tensor<16x1x3x3xf32>
+  %c = onnx.Conv(%dq, %w, %b) {group = 16 : i64, kernel_shape = array<i64: 3, 3>, strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>} : (tensor<1x16x12x10xf32>, tensor<16x1x3x3xf32>, tensor<16xf32>) -> tensor<1x16x12x10xf32> loc("depthwise")
+  %r = onnx.Relu(%c) : (tensor<1x16x12x10xf32>) -> tensor<1x16x12x10xf32>
+  %oq = onnx.QuantizeLinear(%r, %so, %z) : (tensor<1x16x12x10xf32>, tensor<f32>, tensor<ui8>) -> tensor<1x16x12x10xui8>
+  %o = onnx.DequantizeLinear(%oq, %so, %z) : (tensor<1x16x12x10xui8>, tensor<f32>, tensor<ui8>) -> tensor<1x16x12x10xf32>
+  return %o : tensor<1x16x12x10xf32>
 }
 
 // -----
@@ -102,7 +102,7 @@ func.func @main(%x: tensor<1x17x10x9xf32>) -> tensor<1x17x10x9xf32> {
 
 // -----
 
-// 80 channels: a whole block of 64 (AVX-512), then one of 16. The wide
+// 112 channels: a whole block of 64 (AVX-512), one of 32, then one of 16. The wide
 // block loads each row's 64 bytes and interleaves 4 rows by in-lane
 // unpacks (bytes, then words), carries 2 columns of 4 vectors into each
 // tile of 2 pixels, and stores each pixel's 64 channels whole after the
@@ -116,26 +116,32 @@ func.func @main(%x: tensor<1x17x10x9xf32>) -> tensor<1x17x10x9xf32> {
 // CHECK-NOT: vector<16xi8>, !llvm.ptr
 // CHECK: llvm.x86.avx512.packuswb.512
 // CHECK-NEXT: llvm.store %{{.*}} : vector<64xi8>, !llvm.ptr
+// The block of 32: 32-byte rows, two in a zmm, one vpermt2d and one vpshufb
+// per 16 channels; two vectors per carried column, in channel order.
+// CHECK: scf.for {{.*}} -> (vector<16xi32>, vector<16xi32>, vector<16xi32>, vector<16xi32>)
+// CHECK: llvm.load %{{.*}} -> vector<32xi8>
+// CHECK: llvm.x86.avx512.vpermi2var.d.512
+// CHECK: llvm.x86.avx512.pshuf.b.512
 // The block of 16: 16-byte rows, one vector per carried column.
 // CHECK: scf.for {{.*}} -> (vector<16xi32>, vector<16xi32>)
 // CHECK: llvm.load %{{.*}} -> vector<16xi8>
 // CHECK: func.func @qatc_layer_2(
-func.func @main(%x: tensor<1x80x6x9xf32>) -> tensor<1x80x6x9xf32> {
+func.func @main(%x: tensor<1x112x6x9xf32>) -> tensor<1x112x6x9xf32> {
   %s = onnx.Constant dense<0.05> : tensor<f32>
   %z = onnx.Constant dense<0> : tensor<ui8>
   %so = onnx.Constant dense<0.1> : tensor<f32>
-  %ws = onnx.Constant dense<0.01> : tensor<80xf32>
-  %wz = onnx.Constant dense<0> : tensor<80xi8>
-  %wq = onnx.Constant dense<3> : tensor<80x1x3x3xi8>
-  %b = onnx.Constant dense<0.5> : tensor<80xf32>
-  %q = onnx.QuantizeLinear(%x, %s, %z) : (tensor<1x80x6x9xf32>, tensor<f32>, tensor<ui8>) -> tensor<1x80x6x9xui8>
-  %dq = onnx.DequantizeLinear(%q, %s, %z) : (tensor<1x80x6x9xui8>, tensor<f32>, tensor<ui8>) -> tensor<1x80x6x9xf32>
-  %w = onnx.DequantizeLinear(%wq, %ws, %wz) {axis = 0 : i64} : (tensor<80x1x3x3xi8>, tensor<80xf32>, tensor<80xi8>) -> tensor<80x1x3x3xf32>
-  %c = onnx.Conv(%dq, %w, %b) {group = 80 : i64, kernel_shape = array<i64: 3, 3>, strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>} : (tensor<1x80x6x9xf32>, tensor<80x1x3x3xf32>, tensor<80xf32>) -> tensor<1x80x6x9xf32> loc("depthwise80")
-  %r = onnx.Relu(%c) : (tensor<1x80x6x9xf32>) -> tensor<1x80x6x9xf32>
-  %oq = onnx.QuantizeLinear(%r, %so, %z) : (tensor<1x80x6x9xf32>, tensor<f32>, tensor<ui8>) -> tensor<1x80x6x9xui8>
-  %o = onnx.DequantizeLinear(%oq, %so, %z) : (tensor<1x80x6x9xui8>, tensor<f32>, tensor<ui8>) -> tensor<1x80x6x9xf32>
-  return %o : tensor<1x80x6x9xf32>
+  %ws = onnx.Constant dense<0.01> : tensor<112xf32>
+  %wz = onnx.Constant dense<0> : tensor<112xi8>
+  %wq = onnx.Constant dense<3> : tensor<112x1x3x3xi8>
+  %b = onnx.Constant dense<0.5> : tensor<112xf32>
+  %q = onnx.QuantizeLinear(%x, %s, %z) : (tensor<1x112x6x9xf32>, tensor<f32>, tensor<ui8>) -> tensor<1x112x6x9xui8>
+  %dq = onnx.DequantizeLinear(%q, %s, %z) : (tensor<1x112x6x9xui8>, tensor<f32>, tensor<ui8>) -> tensor<1x112x6x9xf32>
+  %w = onnx.DequantizeLinear(%wq, %ws, %wz) {axis = 0 : i64} : (tensor<112x1x3x3xi8>, tensor<112xf32>, tensor<112xi8>) -> tensor<112x1x3x3xf32>
+  %c = onnx.Conv(%dq, %w, %b) {group = 112 : i64, kernel_shape = array<i64: 3, 3>, strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>} : (tensor<1x112x6x9xf32>, tensor<112x1x3x3xf32>, tensor<112xf32>) -> tensor<1x112x6x9xf32> loc("depthwise112")
+  %r = onnx.Relu(%c) : (tensor<1x112x6x9xf32>) -> tensor<1x112x6x9xf32>
+  %oq = onnx.QuantizeLinear(%r, %so, %z) : (tensor<1x112x6x9xf32>, tensor<f32>, tensor<ui8>) -> tensor<1x112x6x9xui8>
+  %o = onnx.DequantizeLinear(%oq, %so, %z) : (tensor<1x112x6x9xui8>, tensor<f32>, tensor<ui8>) -> tensor<1x112x6x9xf32>
+  return %o : tensor<1x112x6x9xf32>
 }
 
 // -----

@@ -716,6 +716,19 @@ CASES = {
     # (halfBlocks), whose sums are 8 lanes a row.
     "depthwise_relu_pool_c40_odd_rows_batch2": lambda b: squeeze_excitation_case(
         b, 40, (9, 13), 3, n=2, act="relu"),
+    # On AVX-512, 32 channels after the wide blocks go in one block of two
+    # vectors in channel order (pairBlocks): stride 2 over 96 (a wide block
+    # and a pair) on 2 images with tails of 2 pixels and a per-channel
+    # PRelu; 160 (two wide, a pair) in 2-row bands with a one-row band
+    # left and a fused SiLU; 5x5 over 112 (a wide block, a pair and 16).
+    "depthwise_c96_3x3_s2_prelu_batch2": lambda b: conv_case(
+        b, 96, 96, (9, 11), 3, stride=2, pads=(1, 1, 1, 1), group=96, n=2,
+        post=prelu),
+    "depthwise_c160_3x3_odd_rows_silu": lambda b: conv_case(
+        b, 160, 160, (7, 10), 3, pads=(1, 1, 1, 1), group=160, post=silu),
+    "depthwise_c112_5x5_s2_scale_shift": lambda b: conv_case(
+        b, 112, 112, (11, 13), 5, stride=2, pads=(2, 2, 2, 2), group=112,
+        post=scale_shift),
 }
 
 # Activation quantization variants (int8 and uint8, zero points off 0).
